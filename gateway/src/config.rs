@@ -1,0 +1,175 @@
+//! `covo.toml`: read from `--config FILE`, then `$COVO_CONFIG`, then `./covo.toml`, then the
+//! built-in defaults. Unknown keys are errors, so a typo never silently changes behaviour.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Errors loading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid for this schema; the message names the line and the key.
+    #[error("invalid config {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// toml's message, with line, column and what was expected.
+        message: String,
+    },
+}
+
+/// A user profile: a base profile, plus tools allowed, minus tools denied (deny wins).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileConfig {
+    /// The profile this one starts from.
+    pub base: Option<String>,
+    /// Tool names or wildcard patterns (`mqtt_*`) to add.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Tool names or wildcard patterns to remove; wins over `allow` and the base.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// A user toolset: tools and/or other toolsets it includes.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsetConfig {
+    /// Tool names.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Names of toolsets to include.
+    #[serde(default)]
+    pub includes: Vec<String>,
+}
+
+/// Gateway-wide policy switches that do not depend on the board.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Refuse every tool whose effect is not `read`.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The profile (default `full` for the CLI).
+    pub profile: Option<String>,
+    /// The platform whose default toolsets apply (default `gateway` for chat).
+    pub platform: Option<String>,
+    /// Data folder; overrides `$COVO_HOME`.
+    pub home: Option<PathBuf>,
+    /// User profiles.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileConfig>,
+    /// User toolsets.
+    #[serde(default)]
+    pub toolsets: BTreeMap<String, ToolsetConfig>,
+    /// Per-platform default toolsets, overriding the built-in ones.
+    #[serde(default)]
+    pub platforms: BTreeMap<String, Vec<String>>,
+    /// Gateway-wide policy.
+    #[serde(default)]
+    pub policy: PolicyConfig,
+    /// Where the configuration came from, if a file.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+impl Config {
+    /// Parses configuration text; `path` is used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let mut c: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        c.source = Some(path.to_path_buf());
+        Ok(c)
+    }
+
+    /// Reads one file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Loads with the documented precedence: `explicit`, `$COVO_CONFIG`, `./covo.toml`, defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(p) = explicit {
+            return Self::from_file(p);
+        }
+        if let Some(p) = std::env::var_os("COVO_CONFIG").filter(|v| !v.is_empty()) {
+            return Self::from_file(Path::new(&p));
+        }
+        let local = Path::new("covo.toml");
+        if local.is_file() {
+            return Self::from_file(local);
+        }
+        Ok(Config::default())
+    }
+
+    /// The data folder: `home` from the file, else `$COVO_HOME`, else `~/.local/share/covo`.
+    pub fn home_dir(&self) -> PathBuf {
+        if let Some(h) = &self.home {
+            return h.clone();
+        }
+        if let Some(h) = std::env::var_os("COVO_HOME").filter(|v| !v.is_empty()) {
+            return PathBuf::from(h);
+        }
+        if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+            return PathBuf::from(d).join("covo");
+        }
+        let home = std::env::var_os("HOME").unwrap_or_else(|| ".".into());
+        PathBuf::from(home).join(".local/share/covo")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_profiles_and_toolsets_parse() {
+        let c = Config::parse(
+            r#"
+            profile = "lab"
+            [profiles.lab]
+            base = "edge"
+            allow = ["mqtt_*"]
+            deny = ["i2c_write"]
+            [toolsets.bench]
+            tools = ["sensor_read"]
+            includes = ["gpio"]
+            "#,
+            Path::new("covo.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.profiles["lab"].base.as_deref(), Some("edge"));
+        assert_eq!(c.toolsets["bench"].includes, vec!["gpio"]);
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_that_names_the_line() {
+        let err =
+            Config::parse("profile = \"edge\"\nprofle = 1\n", Path::new("x.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("x.toml"), "{msg}");
+        assert!(msg.contains("line 2"), "{msg}");
+        assert!(msg.contains("profle"), "{msg}");
+    }
+}

@@ -1,0 +1,32 @@
+//! covo: an LLM agent gateway for Linux boards.
+//!
+//! # Layout
+//! - `spec`: the data-only description of a tool (`ToolSpec`) and its executor (`ToolDef`).
+//! - `tools`: every built-in tool, one module per basic toolset, spec and executor side by side.
+//! - `profile`: profile pruning, done once: which tools the agent owns.
+//! - `toolset`: basic and composite toolsets, recursive expansion, platform defaults.
+//! - `plan`: the pure visibility plan and the `tools` payload renderers.
+//! - `hooks`: lifecycle hooks; the `ToolsetFilter` runs before every model call.
+//! - `runtime`: the one dispatch pipeline (validate → policy → approval → execute → audit).
+//! - `discovery`: the BM25 index behind `tool_search`.
+//! - `exec`: the narrow context an executor receives.
+//! - `store`: the SQLite store under `$COVO_HOME`.
+//! - `config`: `covo.toml` loading.
+//! - `error`: respond-to-model errors and fatal errors.
+//! - `user_io`: the terminal as a channel.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod discovery;
+pub mod error;
+pub mod exec;
+pub mod hooks;
+pub mod plan;
+pub mod profile;
+pub mod runtime;
+pub mod spec;
+pub mod store;
+pub mod tools;
+pub mod toolset;
+pub mod user_io;

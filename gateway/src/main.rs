@@ -1,0 +1,427 @@
+//! The `covo` command line.
+//!
+//! Exit codes: 0 success, 1 a tool error (printed as `{"error": {..}}`) or a fatal error,
+//! 2 a usage or configuration error (including toolset cycles).
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+use covo::config::Config;
+use covo::error::CallError;
+use covo::exec::Session;
+use covo::plan::{render, Format, Selection};
+use covo::runtime::{AutoApprove, NoApprover, Runtime, RuntimeOptions, Via};
+use covo::spec::{ToolDef, ToolSpec};
+use covo::toolset::Toolsets;
+use serde_json::{json, Value};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "covo",
+    version,
+    about = "An LLM agent gateway for Linux boards"
+)]
+struct Cli {
+    /// Configuration file (default: $COVO_CONFIG, then ./covo.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect and call tools.
+    #[command(subcommand)]
+    Tools(ToolsCmd),
+    /// List toolsets, or print one toolset's resolved tool names.
+    Toolsets {
+        /// A toolset to resolve.
+        name: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(ClapArgs, Clone)]
+struct ProfileArg {
+    /// The profile whose tools are owned (default: config, else `full`).
+    #[arg(long, value_name = "P")]
+    profile: Option<String>,
+}
+
+#[derive(ClapArgs, Clone)]
+#[group(multiple = false)]
+struct SelectArg {
+    /// Show what this platform's default toolsets make visible.
+    #[arg(long, value_name = "X")]
+    platform: Option<String>,
+    /// Show what these toolsets make visible (repeatable).
+    #[arg(long = "toolset", value_name = "T")]
+    toolsets: Vec<String>,
+}
+
+impl SelectArg {
+    fn selection(&self) -> Option<Selection> {
+        if let Some(p) = &self.platform {
+            Some(Selection::Platform(p.clone()))
+        } else if !self.toolsets.is_empty() {
+            Some(Selection::Toolsets(self.toolsets.clone()))
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum ToolsCmd {
+    /// List tools: every owned tool, or those a platform/toolsets make visible.
+    List {
+        #[command(flatten)]
+        profile: ProfileArg,
+        #[command(flatten)]
+        select: SelectArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rank owned tools against a query (what `tool_search` does).
+    Search {
+        /// What you want to do.
+        query: String,
+        #[command(flatten)]
+        profile: ProfileArg,
+        /// How many results (1-20).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=20))]
+        limit: u16,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one tool's full definition.
+    Describe {
+        /// The tool.
+        name: String,
+        #[command(flatten)]
+        profile: ProfileArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool through the dispatch pipeline and print its result as JSON.
+    Call {
+        /// The tool.
+        name: String,
+        /// Arguments as a JSON object (default `{}`).
+        args: Option<String>,
+        #[command(flatten)]
+        profile: ProfileArg,
+        /// Approve destructive tools without asking.
+        #[arg(long)]
+        yes: bool,
+        /// The session (conversation) the call belongs to.
+        #[arg(long, default_value = "cli")]
+        session: String,
+    },
+    /// Print the exact `tools` array one model call would carry.
+    Prompt {
+        #[command(flatten)]
+        profile: ProfileArg,
+        #[command(flatten)]
+        select: SelectArg,
+        /// Wire format.
+        #[arg(long, value_enum, default_value_t = Format::Openai)]
+        format: Format,
+    },
+}
+
+/// An error that exits with code 2 (usage or configuration).
+#[derive(Debug)]
+struct UsageError(String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COVO_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("covo: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn usage(e: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(e.to_string()).into()
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = Config::load(cli.config.as_deref()).map_err(usage)?;
+    match cli.command {
+        Command::Toolsets { name, json } => toolsets(&config, name, json),
+        Command::Tools(cmd) => tools(config, cmd),
+    }
+}
+
+fn runtime(config: Config, profile: &ProfileArg, yes: bool) -> anyhow::Result<Runtime> {
+    let mut opts = RuntimeOptions::new(config);
+    opts.profile = profile.profile.clone();
+    opts.approver = if yes {
+        Box::new(AutoApprove)
+    } else if std::io::stdin().is_terminal() {
+        Box::new(AskOnTerminal)
+    } else {
+        Box::new(NoApprover)
+    };
+    Runtime::new(opts).map_err(usage)
+}
+
+fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        ToolsCmd::List {
+            profile,
+            select,
+            json,
+        } => {
+            let rt = runtime(config, &profile, false)?;
+            let listed: Vec<&'static ToolDef> = match select.selection() {
+                Some(sel) => rt.plan(&sel).map_err(usage)?.visible,
+                None => rt.owned().tools.clone(),
+            };
+            if json {
+                let rows: Vec<Value> = listed.iter().map(|t| list_row(&rt, t)).collect();
+                writeln!(out, "{}", Value::Array(rows))?;
+            } else {
+                for t in listed {
+                    let s = &t.spec;
+                    let av = rt.availability(t);
+                    let mark = if av.available { " " } else { "-" };
+                    writeln!(
+                        out,
+                        "{mark} {:<22} {:<13} {:<11} {}",
+                        s.name,
+                        s.toolset,
+                        s.effect.as_str(),
+                        s.summary()
+                    )?;
+                }
+            }
+        }
+        ToolsCmd::Search {
+            query,
+            profile,
+            limit,
+            json,
+        } => {
+            let rt = runtime(config, &profile, false)?;
+            let hits = rt.search_index().search(&query, limit as usize);
+            if json {
+                let rows: Vec<Value> = hits
+                    .iter()
+                    .map(|h| {
+                        let av = rt.availability(h.tool);
+                        json!({
+                            "name": h.tool.spec.name,
+                            "summary": h.tool.spec.summary(),
+                            "score": (h.score * 1000.0).round() / 1000.0,
+                            "available": av.available,
+                        })
+                    })
+                    .collect();
+                writeln!(out, "{}", Value::Array(rows))?;
+            } else {
+                for h in hits {
+                    writeln!(
+                        out,
+                        "{:>7.3}  {:<22} {}",
+                        h.score,
+                        h.tool.spec.name,
+                        h.tool.spec.summary()
+                    )?;
+                }
+            }
+        }
+        ToolsCmd::Describe {
+            name,
+            profile,
+            json,
+        } => {
+            let rt = runtime(config, &profile, false)?;
+            let def = match rt.lookup(&name) {
+                Ok(d) => d,
+                Err(e) => {
+                    writeln!(out, "{}", e.to_json())?;
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let v = covo::tools::discovery::describe(def, rt.availability(def));
+            if json {
+                writeln!(out, "{v}")?;
+            } else {
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            }
+        }
+        ToolsCmd::Call {
+            name,
+            args,
+            profile,
+            yes,
+            session,
+        } => {
+            let rt = runtime(config, &profile, yes)?;
+            let session = Session::new(session, "cli");
+            let args = args.unwrap_or_default();
+            match rt.call_raw(&session, Via::Direct, &name, &args) {
+                Ok(v) => writeln!(out, "{v}")?,
+                Err(CallError::Respond(e)) => {
+                    writeln!(out, "{}", e.to_json())?;
+                    return Ok(ExitCode::from(1));
+                }
+                Err(CallError::Fatal(e)) => {
+                    writeln!(
+                        out,
+                        "{}",
+                        json!({"error": {"kind": "fatal", "message": e.to_string()}})
+                    )?;
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        ToolsCmd::Prompt {
+            profile,
+            select,
+            format,
+        } => {
+            let rt = runtime(config, &profile, false)?;
+            let sel = select
+                .selection()
+                .unwrap_or_else(|| Selection::Platform(default_platform(rt.config())));
+            let filter = covo::hooks::ToolsetFilter::new(sel);
+            let (plan, note) = filter.apply(&rt);
+            if let Some(note) = note {
+                eprintln!("covo: {note}");
+            }
+            writeln!(out, "{}", render(&plan.visible, format))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_platform(config: &Config) -> String {
+    config.platform.clone().unwrap_or_else(|| "gateway".into())
+}
+
+fn list_row(rt: &Runtime, t: &ToolDef) -> Value {
+    let s: &ToolSpec = &t.spec;
+    let av = rt.availability(t);
+    let mut row = json!({
+        "name": s.name,
+        "description": s.description,
+        "toolset": s.toolset,
+        "runs": s.runs,
+        "effect": s.effect,
+        "profiles": s.profiles.names(),
+        "available": av.available,
+    });
+    if let Some(r) = av.reason {
+        row["reason"] = json!(r);
+    }
+    row
+}
+
+fn toolsets(config: &Config, name: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
+    let catalog: Vec<&'static ToolDef> = covo::tools::all().collect();
+    let ts = Toolsets::new(&catalog, &config.toolsets).map_err(usage)?;
+    let mut out = std::io::stdout().lock();
+    match name {
+        Some(n) => {
+            let tools = ts.resolve(&[&n]).map_err(usage)?;
+            if json {
+                writeln!(out, "{}", json!(tools))?;
+            } else {
+                for t in tools {
+                    writeln!(out, "{t}")?;
+                }
+            }
+        }
+        None => {
+            ts.validate().map_err(usage)?;
+            if json {
+                let rows: Vec<Value> = ts
+                    .iter()
+                    .map(|t| {
+                        let resolved = ts.resolve(&[&t.name]).unwrap_or_default();
+                        json!({
+                            "name": t.name,
+                            "kind": t.kind,
+                            "includes": t.includes,
+                            "tools": resolved,
+                        })
+                    })
+                    .collect();
+                writeln!(out, "{}", Value::Array(rows))?;
+            } else {
+                for t in ts.iter() {
+                    let n = ts.resolve(&[&t.name]).map(|v| v.len()).unwrap_or(0);
+                    let detail = if t.includes.is_empty() {
+                        t.tools.join(", ")
+                    } else {
+                        format!("includes {}", t.includes.join(", "))
+                    };
+                    writeln!(
+                        out,
+                        "{:<13} {:<9} {:>3} tools  {detail}",
+                        t.name,
+                        format!("{:?}", t.kind).to_lowercase(),
+                        n
+                    )?;
+                }
+            }
+        }
+    }
+    let _ = out.flush();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks y/N on the terminal before a destructive tool runs.
+struct AskOnTerminal;
+
+impl covo::runtime::Approver for AskOnTerminal {
+    fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
+        eprint!(
+            "covo: '{}' is destructive ({}). Run it with {args}? [y/N] ",
+            spec.name,
+            spec.summary()
+        );
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if matches!(line.trim(), "y" | "Y" | "yes") {
+            Ok(())
+        } else {
+            Err("declined by the user".into())
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! The tool runtime: the owned tools, the toolsets, and the one dispatch pipeline every call goes
+//! through, whoever makes it (the model directly, `tool_call`, the CLI, MQTT, a remote peer):
+//!
+//! lookup → parse → validate against the schema → policy → approval (destructive) → execute → audit.
+
+use crate::config::Config;
+use crate::discovery::SearchIndex;
+use crate::error::{ArgProblem, CallError, ToolError};
+use crate::exec::{Cx, Session};
+use crate::plan::{self, Plan, Selection};
+use crate::profile::{self, Owned, ProfileError};
+use crate::spec::{Availability, Effect, Exec, ToolDef, ToolSpec};
+use crate::store::{AuditEntry, Store, StoreError};
+use crate::toolset::{ToolsetError, Toolsets};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// How a call reached the pipeline; recorded in the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The model (or the CLI) named the tool directly.
+    Direct,
+    /// Through the `tool_call` discovery tool.
+    ToolCall,
+    /// From an MQTT request.
+    Mqtt,
+    /// From another gateway or the peer.
+    Remote,
+}
+
+impl Via {
+    fn as_str(self) -> &'static str {
+        match self {
+            Via::Direct => "direct",
+            Via::ToolCall => "tool_call",
+            Via::Mqtt => "mqtt",
+            Via::Remote => "remote",
+        }
+    }
+}
+
+/// Why a policy refused a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The rule, e.g. `read_only` or `i2c.write_allow`.
+    pub rule: String,
+    /// What the rule says about this call.
+    pub detail: String,
+}
+
+/// A policy that may refuse a call after its arguments are valid and before it runs.
+pub trait Policy: Send + Sync {
+    /// `Err` refuses the call.
+    fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal>;
+}
+
+/// The gateway-wide read-only switch: refuses every tool whose effect is not `read`.
+pub struct ReadOnly;
+
+impl Policy for ReadOnly {
+    fn check(&self, spec: &ToolSpec, _args: &Value) -> Result<(), Refusal> {
+        if spec.effect == Effect::Read {
+            Ok(())
+        } else {
+            Err(Refusal {
+                rule: "read_only".into(),
+                detail: format!(
+                    "the gateway is in read-only mode and '{}' has effect '{}'",
+                    spec.name,
+                    spec.effect.as_str()
+                ),
+            })
+        }
+    }
+}
+
+/// Decides whether a destructive call may run.
+pub trait Approver: Send + Sync {
+    /// `Err(detail)` declines.
+    fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String>;
+}
+
+/// Approves everything (`--yes`).
+pub struct AutoApprove;
+
+impl Approver for AutoApprove {
+    fn approve(&self, _: &ToolSpec, _: &Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Declines everything: nobody is there to ask.
+pub struct NoApprover;
+
+impl Approver for NoApprover {
+    fn approve(&self, _: &ToolSpec, _: &Value) -> Result<(), String> {
+        Err("no one is available to approve it here; re-run with --yes to approve".into())
+    }
+}
+
+/// Talks to the user on the session's channel: messages and questions.
+pub trait UserIo: Send + Sync {
+    /// Delivers a message on `channel`. `Err` says why it could not.
+    fn send(&self, channel: &str, text: &str) -> Result<(), String>;
+    /// Asks a question and waits for the answer; `None` when nobody answered.
+    fn ask(&self, question: &str, choices: &[String]) -> Option<String>;
+    /// The channels this runtime can message on, and whether each is connected.
+    fn channels(&self) -> Vec<(String, bool)>;
+}
+
+/// Turns a conversation transcript into a summary with a model, when one is configured.
+pub trait Summarizer: Send + Sync {
+    /// The summary, or `Err` with why the model failed.
+    fn summarize(&self, transcript: &str) -> Result<String, String>;
+}
+
+/// Everything the runtime is built from.
+pub struct RuntimeOptions {
+    /// The loaded configuration.
+    pub config: Config,
+    /// The profile to own tools under (overrides `config.profile`).
+    pub profile: Option<String>,
+    /// The data folder (default: from config and environment).
+    pub home: Option<PathBuf>,
+    /// Who approves destructive calls.
+    pub approver: Box<dyn Approver>,
+    /// The user's channels.
+    pub user_io: Box<dyn UserIo>,
+    /// The model, for tools that can use one.
+    pub summarizer: Option<Box<dyn Summarizer>>,
+}
+
+impl RuntimeOptions {
+    /// Defaults for `config`: nobody approves, no channels, no model.
+    pub fn new(config: Config) -> Self {
+        RuntimeOptions {
+            config,
+            profile: None,
+            home: None,
+            approver: Box::new(NoApprover),
+            user_io: Box::new(crate::user_io::Terminal),
+            summarizer: None,
+        }
+    }
+}
+
+/// Errors building a runtime from configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The profile does not resolve.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// A toolset does not resolve.
+    #[error(transparent)]
+    Toolset(#[from] ToolsetError),
+}
+
+/// The assembled tool runtime.
+pub struct Runtime {
+    config: Config,
+    owned: Owned,
+    toolsets: Toolsets,
+    home: PathBuf,
+    store: OnceLock<Store>,
+    policies: Vec<Box<dyn Policy>>,
+    approver: Box<dyn Approver>,
+    user_io: Box<dyn UserIo>,
+    summarizer: Option<Box<dyn Summarizer>>,
+    validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
+    search: OnceLock<SearchIndex>,
+}
+
+/// The deepest nesting of `tool_call` inside `tool_call`.
+const MAX_DEPTH: u8 = 1;
+
+impl Runtime {
+    /// Builds a runtime: prunes the catalog to the profile and checks every toolset resolves.
+    pub fn new(opts: RuntimeOptions) -> Result<Runtime, BuildError> {
+        let catalog: Vec<&'static ToolDef> = crate::tools::all().collect();
+        let profile = opts
+            .profile
+            .clone()
+            .or_else(|| opts.config.profile.clone())
+            .unwrap_or_else(|| "full".into());
+        let owned = profile::resolve(&catalog, &profile, &opts.config.profiles)?;
+        let toolsets = Toolsets::new(&catalog, &opts.config.toolsets)?;
+        toolsets.validate()?;
+        let mut policies: Vec<Box<dyn Policy>> = Vec::new();
+        if opts.config.policy.read_only {
+            policies.push(Box::new(ReadOnly));
+        }
+        let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
+        Ok(Runtime {
+            config: opts.config,
+            owned,
+            toolsets,
+            home,
+            store: OnceLock::new(),
+            policies,
+            approver: opts.approver,
+            user_io: opts.user_io,
+            summarizer: opts.summarizer,
+            validators: Mutex::new(HashMap::new()),
+            search: OnceLock::new(),
+        })
+    }
+
+    /// Adds a policy; every later call passes through it.
+    pub fn add_policy(&mut self, p: Box<dyn Policy>) {
+        self.policies.push(p);
+    }
+
+    /// Uses this store instead of opening `$COVO_HOME/covo.db` (tests, benches).
+    pub fn with_store(self, store: Store) -> Self {
+        let _ = self.store.set(store);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The tools the profile owns.
+    pub fn owned(&self) -> &Owned {
+        &self.owned
+    }
+
+    /// Every toolset.
+    pub fn toolsets(&self) -> &Toolsets {
+        &self.toolsets
+    }
+
+    /// The user's channels.
+    pub fn user_io(&self) -> &dyn UserIo {
+        self.user_io.as_ref()
+    }
+
+    /// The model summarizer, when a model is configured.
+    pub fn summarizer(&self) -> Option<&dyn Summarizer> {
+        self.summarizer.as_deref()
+    }
+
+    /// The database, opened on first use under the data folder.
+    pub fn store(&self) -> Result<&Store, StoreError> {
+        if let Some(s) = self.store.get() {
+            return Ok(s);
+        }
+        let s = Store::open_in(&self.home)?;
+        Ok(self.store.get_or_init(|| s))
+    }
+
+    /// Whether a tool can run now.
+    pub fn availability(&self, def: &ToolDef) -> Availability {
+        Availability::of(def)
+    }
+
+    /// The plan for a selection. Errors are the caller's to handle (the filter fails closed).
+    pub fn plan(&self, selection: &Selection) -> Result<Plan, ToolsetError> {
+        let active = selection.toolsets(&self.config.platforms);
+        plan::plan(&self.owned, &self.toolsets, &active, &|t| {
+            self.availability(t)
+        })
+    }
+
+    /// The fail-closed plan: owned, available core tools.
+    pub fn core_plan(&self) -> Plan {
+        plan::core_only(&self.owned, &|t| self.availability(t))
+    }
+
+    /// The search index over the owned tools, built on first use.
+    pub fn search_index(&self) -> &SearchIndex {
+        self.search
+            .get_or_init(|| SearchIndex::build(&self.owned.tools))
+    }
+
+    /// Dispatches a call whose arguments are JSON text, as a model sends them.
+    pub fn call_raw(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: &str,
+    ) -> Result<Value, CallError> {
+        self.dispatch(session, via, name, Args::Raw(args), 0)
+    }
+
+    /// Dispatches a call whose arguments are already parsed.
+    pub fn call(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, CallError> {
+        self.dispatch(session, via, name, Args::Json(args), 0)
+    }
+
+    pub(crate) fn dispatch(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: Args<'_>,
+        depth: u8,
+    ) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let raw_text;
+        let args_text = match &args {
+            Args::Raw(s) => *s,
+            Args::Json(v) => {
+                raw_text = v.to_string();
+                &raw_text
+            }
+        };
+        let result = self.run_pipeline(session, via, name, args, depth);
+        let (outcome, detail) = match &result {
+            Ok(_) => ("ok".to_string(), None),
+            Err(CallError::Respond(e)) => (error_kind(e), Some(e.to_string())),
+            Err(CallError::Fatal(e)) => ("fatal".to_string(), Some(e.to_string())),
+        };
+        let entry = AuditEntry {
+            session: &session.id,
+            via: via.as_str(),
+            tool: name,
+            args: args_text,
+            outcome: &outcome,
+            detail: detail.as_deref(),
+            micros: started.elapsed().as_micros() as u64,
+        };
+        match self.store() {
+            Ok(store) => {
+                if let Err(e) = store.audit(&entry) {
+                    tracing::warn!(tool = name, error = %e, "audit log write failed");
+                }
+            }
+            Err(e) => tracing::warn!(tool = name, error = %e, "audit log unavailable"),
+        }
+        tracing::debug!(tool = name, via = via.as_str(), outcome, "tool call");
+        result
+    }
+
+    fn run_pipeline(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: Args<'_>,
+        depth: u8,
+    ) -> Result<Value, CallError> {
+        let def = self.lookup(name)?;
+        let spec = &def.spec;
+        let availability = self.availability(def);
+        let Exec::Local(exec) = def.exec else {
+            return Err(ToolError::Unavailable {
+                tool: name.into(),
+                reason: availability
+                    .reason
+                    .unwrap_or_else(|| "not implemented".into()),
+            }
+            .into());
+        };
+        if !availability.available {
+            return Err(ToolError::Unavailable {
+                tool: name.into(),
+                reason: availability.reason.unwrap_or_default(),
+            }
+            .into());
+        }
+        let args = match args {
+            Args::Json(v) => v,
+            Args::Raw(s) if s.trim().is_empty() => Value::Object(Default::default()),
+            Args::Raw(s) => serde_json::from_str(s).map_err(|e| ToolError::MalformedJson {
+                tool: name.into(),
+                detail: e.to_string(),
+            })?,
+        };
+        self.validate(spec, &args)?;
+        for p in &self.policies {
+            p.check(spec, &args).map_err(|r| ToolError::PolicyRefused {
+                tool: name.into(),
+                rule: r.rule,
+                detail: r.detail,
+            })?;
+        }
+        if spec.effect == Effect::Destructive {
+            self.approver
+                .approve(spec, &args)
+                .map_err(|detail| ToolError::ApprovalDenied {
+                    tool: name.into(),
+                    detail,
+                })?;
+        }
+        let cx = Cx {
+            rt: self,
+            session,
+            tool: spec,
+            via,
+            depth,
+        };
+        exec(&cx, args)
+    }
+
+    /// The owned tool called `name`, or the structured error that explains why there is none.
+    pub fn lookup(&self, name: &str) -> Result<&'static ToolDef, ToolError> {
+        if let Some(def) = self.owned.get(name) {
+            return Ok(def);
+        }
+        if crate::tools::find(name).is_some() {
+            return Err(ToolError::NotInProfile {
+                tool: name.into(),
+                profile: self.owned.profile.clone(),
+            });
+        }
+        let did_you_mean = self
+            .search_index()
+            .search(&name.replace(['_', '-'], " "), 3)
+            .into_iter()
+            .map(|h| h.tool.spec.name.to_string())
+            .collect();
+        Err(ToolError::UnknownTool {
+            tool: name.into(),
+            did_you_mean,
+        })
+    }
+
+    /// Validates `args` against the tool's parameter schema, listing every problem.
+    pub fn validate(&self, spec: &'static ToolSpec, args: &Value) -> Result<(), ToolError> {
+        let validator = self.validator(spec);
+        let problems: Vec<ArgProblem> = validator
+            .iter_errors(args)
+            .map(|e| ArgProblem {
+                path: e.instance_path().to_string(),
+                problem: e.to_string(),
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolError::InvalidArguments {
+                tool: spec.name.into(),
+                problems,
+            })
+        }
+    }
+
+    fn validator(&self, spec: &'static ToolSpec) -> Arc<jsonschema::Validator> {
+        let mut cache = self.validators.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .entry(spec.name)
+            .or_insert_with(|| {
+                // The conformance test compiles every schema, so this cannot fail at run time.
+                Arc::new(
+                    jsonschema::validator_for(&spec.params_json()).unwrap_or_else(|e| {
+                        panic!("schema of {} does not compile: {e}", spec.name)
+                    }),
+                )
+            })
+            .clone()
+    }
+
+    /// Runs `name` as a nested call from `tool_call`: the full pipeline, one level deep at most.
+    pub(crate) fn nested_call(
+        &self,
+        cx: &Cx<'_>,
+        name: &str,
+        args: Args<'_>,
+    ) -> Result<Value, CallError> {
+        if cx.depth >= MAX_DEPTH {
+            return Err(cx.fail("tool_call cannot be nested inside another tool_call"));
+        }
+        let via = if cx.via == Via::Direct {
+            Via::ToolCall
+        } else {
+            cx.via
+        };
+        self.dispatch(cx.session, via, name, args, cx.depth + 1)
+    }
+}
+
+/// Arguments as received: JSON text from a model, or an already parsed value.
+pub(crate) enum Args<'a> {
+    Raw(&'a str),
+    Json(Value),
+}
+
+fn error_kind(e: &ToolError) -> String {
+    match serde_json::to_value(e) {
+        Ok(Value::Object(m)) => m
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_string(),
+        _ => "error".into(),
+    }
+}

@@ -1,0 +1,160 @@
+//! The SQLite store under `$COVO_HOME`: conversations, memories, productivity data, schedules and
+//! the audit log.
+//!
+//! One connection behind a mutex; WAL mode so a crash never leaves a half-written row. Schema
+//! changes are numbered migrations applied in order and recorded in `PRAGMA user_version`.
+
+use rusqlite::{params, Connection};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database folder could not be created.
+    #[error("cannot create {path}: {source}")]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Numbered schema migrations. Append only: never edit a migration that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1: the audit log of every dispatched call.
+    "CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        session TEXT NOT NULL,
+        via TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT,
+        micros INTEGER NOT NULL
+    );",
+];
+
+/// The gateway's database.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+}
+
+/// One row of the audit log, as written by the dispatch pipeline.
+#[derive(Debug, Clone)]
+pub struct AuditEntry<'a> {
+    /// The session (conversation) the call belongs to.
+    pub session: &'a str,
+    /// The call path: `direct`, `tool_call`, `mqtt`, `remote`.
+    pub via: &'a str,
+    /// The tool name as asked.
+    pub tool: &'a str,
+    /// The arguments as received (JSON text).
+    pub args: &'a str,
+    /// `ok`, or the error kind.
+    pub outcome: &'a str,
+    /// The error message, when there was one.
+    pub detail: Option<&'a str>,
+    /// How long the call took, in microseconds.
+    pub micros: u64,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database `covo.db` in `home`.
+    pub fn open_in(home: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(home).map_err(|source| StoreError::CreateDir {
+            path: home.to_path_buf(),
+            source,
+        })?;
+        let path = home.join("covo.db");
+        let conn = Connection::open(&path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Self::init(conn, Some(path))
+    }
+
+    /// An in-memory database, for tests and benches.
+    pub fn in_memory() -> Result<Store, StoreError> {
+        Self::init(Connection::open_in_memory()?, None)
+    }
+
+    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrate(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    /// The database file, if on disk.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The connection, locked. A poisoned lock is recovered: SQLite keeps its own consistency.
+    pub fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends one entry to the audit log.
+    pub fn audit(&self, e: &AuditEntry<'_>) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT INTO audit (at, session, via, tool, args, outcome, detail, micros)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                now_rfc3339(),
+                e.session,
+                e.via,
+                e.tool,
+                e.args,
+                e.outcome,
+                e.detail,
+                e.micros as i64
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let current: usize =
+        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// The current UTC time as RFC 3339 with millisecond precision, the store's one time format.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_record_the_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        drop(s);
+        let s = Store::open_in(dir.path()).unwrap();
+        let v: i64 = s
+            .conn()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v as usize, MIGRATIONS.len());
+    }
+}

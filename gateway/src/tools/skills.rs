@@ -1,0 +1,35 @@
+//! The `skills` toolset.
+
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+
+const TOOLSET: &str = "skills";
+
+/// The tools of this family.
+pub(crate) static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        spec: ToolSpec {
+            name: "skill_list",
+            toolset: TOOLSET,
+            profiles: Profiles::CODING.or(Profiles::EDGE),
+            runs: Runs::Gateway,
+            effect: Effect::Read,
+            description: "List installed skills (folders of instructions and scripts) with their one-line purpose.",
+            params: r#"{"type":"object","properties":{}}"#,
+            keywords: "",
+        },
+        exec: Exec::Missing,
+    },
+    ToolDef {
+        spec: ToolSpec {
+            name: "skill_load",
+            toolset: TOOLSET,
+            profiles: Profiles::CODING.or(Profiles::EDGE),
+            runs: Runs::Gateway,
+            effect: Effect::Read,
+            description: "Load a skill's instructions into the conversation.",
+            params: r#"{"type":"object","properties":{}}"#,
+            keywords: "",
+        },
+        exec: Exec::Missing,
+    },
+];
