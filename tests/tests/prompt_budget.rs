@@ -1,0 +1,47 @@
+//! The token budget of the gateway's tool payload: the 40 `edge` tools, rendered exactly as one
+//! model call carries them, must fit in 3,000 o200k_base tokens. Prints the figures.
+
+use covo::plan::{plan, render, Format};
+use covo::spec::Availability;
+use covo::toolset::Toolsets;
+use std::collections::BTreeMap;
+
+fn edge_payload(format: Format) -> (usize, String) {
+    let reg: Vec<_> = covo::tools::all().collect();
+    let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
+    let ts = Toolsets::new(&reg, &BTreeMap::new()).unwrap();
+    // Every edge tool as if its executor had landed: the budget is for the finished product.
+    let p = plan(&owned, &ts, &["edge".to_string()], &|_| Availability::yes()).unwrap();
+    (p.visible.len(), render(&p.visible, format).to_string())
+}
+
+#[test]
+fn the_gateway_payload_of_forty_edge_tools_fits_in_3000_tokens() {
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let (n, openai) = edge_payload(Format::Openai);
+    let (_, anthropic) = edge_payload(Format::Anthropic);
+    let t_openai = bpe.encode_with_special_tokens(&openai).len();
+    let t_anthropic = bpe.encode_with_special_tokens(&anthropic).len();
+    println!("edge payload: {n} tools, {t_openai} o200k tokens (openai), {t_anthropic} (anthropic), {} bytes", openai.len());
+    assert_eq!(n, 40);
+    assert!(t_openai <= 3000, "{t_openai} tokens");
+    assert!(t_anthropic <= 3000, "{t_anthropic} tokens");
+}
+
+#[test]
+fn per_tool_token_costs_are_printed_for_tuning() {
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let reg: Vec<_> = covo::tools::all().collect();
+    let mut rows: Vec<(usize, &str)> = reg
+        .iter()
+        .map(|t| {
+            let one = render(&[t], Format::Openai).to_string();
+            (bpe.encode_with_special_tokens(&one).len(), t.spec.name)
+        })
+        .collect();
+    rows.sort();
+    for (n, name) in rows.iter().rev().take(10) {
+        println!("{n:>5}  {name}");
+    }
+    assert!(rows.iter().all(|(n, _)| *n > 10));
+}

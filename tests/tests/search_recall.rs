@@ -1,0 +1,46 @@
+//! `tool_search` quality on the development set (`tests/fixtures/toolsearch-dev.tsv`), over
+//! profile `full`. Prints recall@1 and recall@5; recall@5 must be at least 0.95.
+
+use covo::discovery::SearchIndex;
+use std::collections::BTreeMap;
+
+#[test]
+fn recall_at_5_on_the_dev_set_is_at_least_095() {
+    let reg: Vec<_> = covo::tools::all().collect();
+    let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
+    let index = SearchIndex::build(&owned.tools);
+    let (mut n, mut at1, mut at5) = (0, 0, 0);
+    let mut misses = Vec::new();
+    for line in include_str!("../fixtures/toolsearch-dev.tsv").lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (query, hits) = line.split_once('\t').expect("query<TAB>tools");
+        let want: Vec<&str> = hits.split(',').map(str::trim).collect();
+        let got: Vec<&str> = index
+            .search(query, 5)
+            .iter()
+            .map(|h| h.tool.spec.name)
+            .collect();
+        n += 1;
+        if got.first().is_some_and(|g| want.contains(g)) {
+            at1 += 1;
+        }
+        if got.iter().any(|g| want.contains(g)) {
+            at5 += 1;
+        } else {
+            misses.push(format!("{query:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    let r1 = at1 as f64 / n as f64;
+    let r5 = at5 as f64 / n as f64;
+    println!("tool_search dev set: {n} queries, recall@1 = {r1:.3}, recall@5 = {r5:.3}");
+    for m in &misses {
+        println!("miss: {m}");
+    }
+    assert!(
+        r5 >= 0.95,
+        "recall@5 {r5:.3}; misses:\n{}",
+        misses.join("\n")
+    );
+}
