@@ -61,6 +61,15 @@ pub struct PolicyConfig {
     pub read_only: bool,
 }
 
+/// The file tools' sandbox.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FsConfig {
+    /// Folders the `fs_*` tools may touch (default: `$COVO_HOME/workspace`).
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +92,9 @@ pub struct Config {
     /// Gateway-wide policy.
     #[serde(default)]
     pub policy: PolicyConfig,
+    /// The file tools' sandbox.
+    #[serde(default)]
+    pub fs: FsConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

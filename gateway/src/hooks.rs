@@ -62,3 +62,49 @@ impl Hook for ToolsetFilter {
         call.notes.extend(note);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::runtime::RuntimeOptions;
+
+    fn runtime(config: Config) -> Runtime {
+        Runtime::new(RuntimeOptions::new(config)).unwrap()
+    }
+
+    #[test]
+    fn the_filter_applies_the_platform_plan() {
+        let rt = runtime(Config::default());
+        let mut call = ModelCall::default();
+        ToolsetFilter::new(Selection::Platform("gateway".into())).before_model_call(&rt, &mut call);
+        let expected = rt
+            .plan(&Selection::Platform("gateway".into()))
+            .unwrap()
+            .visible;
+        let got: Vec<_> = call.tools.iter().map(|t| t.spec.name).collect();
+        assert_eq!(
+            got,
+            expected.iter().map(|t| t.spec.name).collect::<Vec<_>>()
+        );
+        assert!(call.notes.is_empty());
+    }
+
+    #[test]
+    fn the_filter_fails_closed_to_core_tools_only() {
+        let mut config = Config::default();
+        config
+            .platforms
+            .insert("gateway".into(), vec!["no_such_toolset".into()]);
+        let rt = runtime(config);
+        let mut call = ModelCall::default();
+        ToolsetFilter::new(Selection::Platform("gateway".into())).before_model_call(&rt, &mut call);
+        assert!(!call.tools.is_empty());
+        assert!(
+            call.tools.iter().all(|t| t.spec.toolset == "core"),
+            "fail closed, never open"
+        );
+        assert_eq!(call.notes.len(), 1);
+        assert!(call.notes[0].contains("no_such_toolset"));
+    }
+}

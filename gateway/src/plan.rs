@@ -95,3 +95,151 @@ pub fn render(tools: &[&ToolDef], format: Format) -> Value {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile;
+    use crate::spec::Exec;
+
+    fn setup(profile_name: &str) -> (Owned, Toolsets) {
+        let cat: Vec<&'static ToolDef> = crate::tools::all().collect();
+        let owned = profile::resolve(&cat, profile_name, &BTreeMap::new()).unwrap();
+        let ts = Toolsets::new(&cat, &BTreeMap::new()).unwrap();
+        (owned, ts)
+    }
+
+    fn names(p: &Plan) -> Vec<&'static str> {
+        p.visible.iter().map(|t| t.spec.name).collect()
+    }
+
+    fn everything(_: &ToolDef) -> Availability {
+        Availability::yes()
+    }
+
+    #[test]
+    fn visible_tools_are_owned_selected_and_available_for_every_profile_and_platform() {
+        for profile_name in crate::profile::BUILTIN {
+            let (owned, ts) = setup(profile_name);
+            for platform in ["gateway", "code", "minimal", "web", "mqtt"] {
+                let active = platform_default(platform, &BTreeMap::new());
+                let selected = ts.resolve(&active).unwrap();
+                let p = plan(&owned, &ts, &active, &Availability::of).unwrap();
+                for t in &p.visible {
+                    assert!(
+                        owned.owns(t.spec.name),
+                        "{profile_name}/{platform}: {} not owned",
+                        t.spec.name
+                    );
+                    assert!(selected.iter().any(|s| s == t.spec.name));
+                    assert!(
+                        matches!(t.exec, Exec::Local(_)),
+                        "unavailable {} shown",
+                        t.spec.name
+                    );
+                }
+                // Everything owned, selected and available is shown: nothing is lost either.
+                let expected = selected
+                    .iter()
+                    .filter(|n| owned.get(n).is_some_and(|t| Availability::of(t).available))
+                    .count();
+                assert_eq!(p.visible.len(), expected, "{profile_name}/{platform}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_gateway_platform_under_full_selects_the_forty_edge_tools() {
+        let (owned, ts) = setup("full");
+        let p = plan(
+            &owned,
+            &ts,
+            &platform_default("gateway", &BTreeMap::new()),
+            &everything,
+        )
+        .unwrap();
+        assert_eq!(p.visible.len(), 40);
+        assert_eq!(
+            names(&p)[..7],
+            [
+                "conversation_search",
+                "send_message",
+                "todo_write",
+                "plan_update",
+                "exit_plan_mode",
+                "ask_clarification",
+                "structured_output"
+            ]
+        );
+    }
+
+    #[test]
+    fn profile_pruning_beats_toolset_selection() {
+        let (owned, ts) = setup("minimal");
+        let p = plan(&owned, &ts, &["full".to_string()], &everything).unwrap();
+        assert_eq!(
+            p.visible.len(),
+            7,
+            "minimal owns 7 tools whatever toolsets are active"
+        );
+        let (owned, ts) = setup("coding");
+        let p = plan(&owned, &ts, &["hardware".to_string()], &everything).unwrap();
+        assert!(p.visible.is_empty(), "coding owns no hardware tools");
+    }
+
+    #[test]
+    fn unavailable_tools_are_never_visible() {
+        let (owned, ts) = setup("edge");
+        let p = plan(&owned, &ts, &["edge".to_string()], &|t: &ToolDef| {
+            if t.spec.toolset == "i2c" {
+                Availability::no("bus down")
+            } else {
+                Availability::yes()
+            }
+        })
+        .unwrap();
+        assert_eq!(p.visible.len(), 35);
+        assert!(p.visible.iter().all(|t| t.spec.toolset != "i2c"));
+    }
+
+    #[test]
+    fn the_payload_is_byte_stable_across_calls() {
+        let (owned, ts) = setup("full");
+        let active = platform_default("gateway", &BTreeMap::new());
+        let a = render(
+            &plan(&owned, &ts, &active, &everything).unwrap().visible,
+            Format::Openai,
+        )
+        .to_string();
+        let b = render(
+            &plan(&owned, &ts, &active, &everything).unwrap().visible,
+            Format::Openai,
+        )
+        .to_string();
+        assert_eq!(a, b);
+        let anthropic = render(
+            &plan(&owned, &ts, &active, &everything).unwrap().visible,
+            Format::Anthropic,
+        );
+        assert_eq!(anthropic[0]["name"], "conversation_search");
+        assert!(anthropic[0]["input_schema"].is_object());
+        let openai: Value = serde_json::from_str(&a).unwrap();
+        assert_eq!(openai[0]["type"], "function");
+        assert!(openai[0]["function"]["parameters"].is_object());
+    }
+
+    #[test]
+    fn an_unknown_toolset_is_an_error_not_an_empty_plan() {
+        let (owned, ts) = setup("full");
+        let err = plan(&owned, &ts, &["hardwear".to_string()], &everything).unwrap_err();
+        assert_eq!(err.to_string(), "unknown toolset 'hardwear'");
+    }
+
+    #[test]
+    fn the_fail_closed_plan_is_the_owned_available_core_tools() {
+        let (owned, _) = setup("edge");
+        let p = core_only(&owned, &everything);
+        assert_eq!(p.visible.len(), 7);
+        assert!(p.visible.iter().all(|t| t.spec.toolset == "core"));
+    }
+}

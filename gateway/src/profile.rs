@@ -137,3 +137,94 @@ fn resolve_inner(
     owned.sort_by_key(|t| catalog.iter().position(|c| c.spec.name == t.spec.name));
     Ok(owned)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Vec<&'static ToolDef> {
+        crate::tools::all().collect()
+    }
+
+    fn names(o: &Owned) -> Vec<&'static str> {
+        o.tools.iter().map(|t| t.spec.name).collect()
+    }
+
+    fn profile(base: &str, allow: &[&str], deny: &[&str]) -> ProfileConfig {
+        ProfileConfig {
+            base: Some(base.into()),
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            deny: deny.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn builtin_profiles_own_their_whitelists() {
+        let cat = catalog();
+        let none = BTreeMap::new();
+        let count = |p: &str| resolve(&cat, p, &none).unwrap().tools.len();
+        assert_eq!(count("minimal"), 7);
+        assert_eq!(count("full"), 115);
+        let edge = resolve(&cat, "edge", &none).unwrap();
+        assert!(edge.owns("i2c_scan") && edge.owns("tool_search"));
+        assert!(!edge.owns("shell_exec"), "edge must not own coding tools");
+        let coding = resolve(&cat, "coding", &none).unwrap();
+        assert!(coding.owns("shell_exec") && !coding.owns("gpio_write"));
+        let messaging = resolve(&cat, "messaging", &none).unwrap();
+        assert!(messaging.owns("kanban_add") && !messaging.owns("fs_read"));
+    }
+
+    #[test]
+    fn a_user_profile_adds_allowed_wildcards_and_deny_wins() {
+        let cat = catalog();
+        let mut user = BTreeMap::new();
+        user.insert(
+            "lab".into(),
+            profile("edge", &["mqtt_*", "i2c_write"], &["i2c_write", "mcu_*"]),
+        );
+        let lab = resolve(&cat, "lab", &user).unwrap();
+        assert!(lab.owns("mqtt_publish") && lab.owns("mqtt_retained_get"));
+        assert!(!lab.owns("i2c_write"), "deny wins over allow and base");
+        assert!(!lab.owns("mcu_info"));
+        assert!(lab.owns("i2c_scan"));
+        // Catalog order is kept whatever order the patterns came in.
+        let order: Vec<_> = names(&lab);
+        let mut sorted = order.clone();
+        sorted.sort_by_key(|n| cat.iter().position(|t| t.spec.name == *n));
+        assert_eq!(order, sorted);
+    }
+
+    #[test]
+    fn a_user_profile_can_build_on_another_user_profile() {
+        let cat = catalog();
+        let mut user = BTreeMap::new();
+        user.insert("a".into(), profile("minimal", &["gpio_*"], &[]));
+        user.insert("b".into(), profile("a", &[], &["gpio_write"]));
+        let b = resolve(&cat, "b", &user).unwrap();
+        assert!(b.owns("gpio_read") && !b.owns("gpio_write") && b.owns("todo_write"));
+    }
+
+    #[test]
+    fn unknown_profiles_cycles_and_dead_patterns_are_errors() {
+        let cat = catalog();
+        let none = BTreeMap::new();
+        let err = resolve(&cat, "edgy", &none).unwrap_err();
+        assert!(
+            err.to_string().starts_with("unknown profile 'edgy'"),
+            "{err}"
+        );
+        let mut user = BTreeMap::new();
+        user.insert("x".into(), profile("y", &[], &[]));
+        user.insert("y".into(), profile("x", &[], &[]));
+        assert_eq!(
+            resolve(&cat, "x", &user).unwrap_err().to_string(),
+            "profile cycle: x -> y -> x"
+        );
+        let mut user = BTreeMap::new();
+        user.insert("t".into(), profile("edge", &["gpoi_*"], &[]));
+        assert!(matches!(
+            resolve(&cat, "t", &user).unwrap_err(),
+            ProfileError::NoMatch { .. }
+        ));
+    }
+}

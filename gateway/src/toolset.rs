@@ -257,3 +257,121 @@ pub fn platform_default(platform: &str, overrides: &BTreeMap<String, Vec<String>
         .map(|s| s.to_string())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Vec<&'static ToolDef> {
+        crate::tools::all().collect()
+    }
+
+    fn user(defs: &[(&str, &[&str], &[&str])]) -> BTreeMap<String, ToolsetConfig> {
+        defs.iter()
+            .map(|(n, tools, inc)| {
+                (
+                    n.to_string(),
+                    ToolsetConfig {
+                        tools: tools.iter().map(|s| s.to_string()).collect(),
+                        includes: inc.iter().map(|s| s.to_string()).collect(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cycle_is_an_error_that_names_the_path() {
+        let ts =
+            Toolsets::new(&catalog(), &user(&[("a", &[], &["b"]), ("b", &[], &["a"])])).unwrap();
+        let err = ts.resolve(&["a"]).unwrap_err();
+        assert_eq!(err.to_string(), "toolset cycle: a -> b -> a");
+        assert!(ts.validate().is_err());
+    }
+
+    #[test]
+    fn a_self_include_is_a_cycle() {
+        let ts = Toolsets::new(&catalog(), &user(&[("loop", &["gpio_read"], &["loop"])])).unwrap();
+        assert_eq!(
+            ts.resolve(&["loop"]).unwrap_err().to_string(),
+            "toolset cycle: loop -> loop"
+        );
+    }
+
+    #[test]
+    fn an_unknown_include_names_where_it_was_included_from() {
+        let ts = Toolsets::new(
+            &catalog(),
+            &user(&[("outer", &[], &["inner"]), ("inner", &[], &["nope"])]),
+        )
+        .unwrap();
+        let err = ts.resolve(&["outer"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown toolset 'nope' (included by outer -> inner)"
+        );
+        assert_eq!(
+            ts.resolve(&["missing"]).unwrap_err().to_string(),
+            "unknown toolset 'missing'"
+        );
+    }
+
+    #[test]
+    fn expansion_is_depth_first_deduplicated_and_deterministic() {
+        let ts = Toolsets::new(
+            &catalog(),
+            &user(&[("bench", &["sensor_read", "gpio_read"], &["gpio", "sensors"])]),
+        )
+        .unwrap();
+        let got = ts.resolve(&["bench"]).unwrap();
+        assert_eq!(
+            got,
+            [
+                "sensor_read",
+                "gpio_read",
+                "gpio_write",
+                "gpio_wait_edge",
+                "pwm_set",
+                "sensor_list",
+                "sensor_history",
+                "sensor_export_csv"
+            ]
+        );
+        assert_eq!(got, ts.resolve(&["bench"]).unwrap());
+        // Overlapping composites do not duplicate: edge already includes core.
+        let both = ts.resolve(&["edge", "core"]).unwrap();
+        assert_eq!(both.len(), 40);
+    }
+
+    #[test]
+    fn a_user_toolset_cannot_list_an_unknown_tool_or_redefine_a_builtin() {
+        let err = Toolsets::new(&catalog(), &user(&[("x", &["gpio_reed"], &[])])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "toolset 'x' lists unknown tool 'gpio_reed'"
+        );
+        let err = Toolsets::new(&catalog(), &user(&[("edge", &["gpio_read"], &[])])).unwrap_err();
+        assert!(matches!(err, ToolsetError::Redefined(n) if n == "edge"));
+    }
+
+    #[test]
+    fn platform_defaults_follow_the_catalog_and_config_overrides_them() {
+        let none = BTreeMap::new();
+        assert_eq!(platform_default("gateway", &none), ["edge"]);
+        assert_eq!(
+            platform_default("code", &none),
+            ["coding", "web", "memory", "skills", "productivity"]
+        );
+        assert_eq!(
+            platform_default("minimal", &none),
+            ["fs", "search", "shell"]
+        );
+        assert_eq!(platform_default("discord", &none), ["full"]);
+        let mut o = BTreeMap::new();
+        o.insert(
+            "gateway".to_string(),
+            vec!["core".to_string(), "gpio".to_string()],
+        );
+        assert_eq!(platform_default("gateway", &o), ["core", "gpio"]);
+    }
+}

@@ -1,0 +1,303 @@
+//! The one dispatch pipeline, exercised through the public API: every bad call is a structured
+//! error the model can act on, and `tool_call` gets no way around the profile, validation,
+//! policy or approval.
+
+use covo::config::Config;
+use covo::error::{CallError, ToolError};
+use covo::exec::Session;
+use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::store::Store;
+use serde_json::{json, Value};
+
+fn runtime_with(config: Config, profile: &str) -> Runtime {
+    let mut opts = RuntimeOptions::new(config);
+    opts.profile = Some(profile.into());
+    Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap())
+}
+
+fn runtime(profile: &str) -> Runtime {
+    runtime_with(Config::default(), profile)
+}
+
+fn session() -> Session {
+    Session::new("t1", "cli")
+}
+
+fn respond(r: Result<Value, CallError>) -> ToolError {
+    match r {
+        Err(CallError::Respond(e)) => e,
+        other => panic!("expected a respond-to-model error, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_tool_is_a_structured_error_with_suggestions() {
+    let rt = runtime("full");
+    let e = respond(rt.call_raw(&session(), Via::Direct, "tool_serch", "{}"));
+    match &e {
+        ToolError::UnknownTool { tool, did_you_mean } => {
+            assert_eq!(tool, "tool_serch");
+            assert!(
+                did_you_mean.iter().any(|n| n == "tool_search"),
+                "{did_you_mean:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let j = e.to_json();
+    assert_eq!(j["error"]["kind"], "unknown_tool");
+    assert!(j["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("tool_serch"));
+}
+
+#[test]
+fn a_tool_pruned_by_the_profile_is_refused_by_name() {
+    let rt = runtime("minimal");
+    let e = respond(rt.call_raw(&session(), Via::Direct, "tool_search", r#"{"query":"x"}"#));
+    assert_eq!(
+        e,
+        ToolError::NotInProfile {
+            tool: "tool_search".into(),
+            profile: "minimal".into()
+        }
+    );
+}
+
+#[test]
+fn malformed_json_arguments_are_a_structured_error() {
+    let rt = runtime("full");
+    let e = respond(rt.call_raw(&session(), Via::Direct, "tool_search", r#"{"query": "x""#));
+    assert!(
+        matches!(e, ToolError::MalformedJson { ref tool, .. } if tool == "tool_search"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn wrong_types_name_the_field_and_what_was_expected() {
+    let rt = runtime("full");
+    let e = respond(rt.call_raw(
+        &session(),
+        Via::Direct,
+        "tool_search",
+        r#"{"query": 3, "limit": "many"}"#,
+    ));
+    let ToolError::InvalidArguments { problems, .. } = e else {
+        panic!("{e:?}")
+    };
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert!(
+        paths.contains(&"/query") && paths.contains(&"/limit"),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.problem.contains("string")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn a_missing_required_field_is_named() {
+    let rt = runtime("full");
+    let e = respond(rt.call(&session(), Via::Direct, "tool_describe", json!({})));
+    let msg = e.to_string();
+    assert!(msg.contains("name"), "{msg}");
+}
+
+#[test]
+fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
+    let rt = runtime("full");
+    let e = respond(rt.call(&session(), Via::Direct, "i2c_scan", json!({})));
+    assert_eq!(
+        e,
+        ToolError::Unavailable {
+            tool: "i2c_scan".into(),
+            reason: "not implemented".into()
+        }
+    );
+}
+
+#[test]
+fn tool_call_cannot_reach_a_tool_pruned_by_the_profile() {
+    let rt = runtime("edge");
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "tool_call",
+        json!({"name": "shell_exec", "arguments": {"command": "echo hi"}}),
+    ));
+    assert_eq!(
+        e,
+        ToolError::NotInProfile {
+            tool: "shell_exec".into(),
+            profile: "edge".into()
+        }
+    );
+}
+
+#[test]
+fn tool_call_validates_the_inner_arguments() {
+    let rt = runtime("full");
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "tool_call",
+        json!({"name": "tool_search", "arguments": {"limit": 3}}),
+    ));
+    assert!(
+        matches!(e, ToolError::InvalidArguments { ref tool, .. } if tool == "tool_search"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn tool_call_cannot_nest_itself() {
+    let rt = runtime("full");
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "tool_call",
+        json!({"name": "tool_call", "arguments": {"name": "tool_search", "arguments": {"query": "gpio"}}}),
+    ));
+    assert!(e.to_string().contains("nested"), "{e}");
+}
+
+#[test]
+fn tool_call_runs_an_owned_tool_and_returns_its_result() {
+    let rt = runtime("edge");
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "tool_call",
+            json!({"name": "tool_search", "arguments": {"query": "scan the i2c bus"}}),
+        )
+        .unwrap();
+    assert_eq!(v["results"][0]["name"], "i2c_scan");
+}
+
+#[test]
+fn search_never_returns_a_tool_the_profile_prunes() {
+    for profile in ["minimal", "edge", "coding", "messaging"] {
+        let rt = runtime(profile);
+        for q in [
+            "run a shell command",
+            "scan i2c",
+            "kanban card",
+            "read a file",
+            "publish mqtt",
+            "temperature",
+        ] {
+            for hit in rt.search_index().search(q, 20) {
+                assert!(
+                    rt.owned().owns(hit.tool.spec.name),
+                    "{profile}: '{q}' returned {}",
+                    hit.tool.spec.name
+                );
+            }
+        }
+    }
+    let rt = runtime("edge");
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "tool_search",
+            json!({"query": "run a shell command", "limit": 20}),
+        )
+        .unwrap();
+    assert!(v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["name"] != "shell_exec"));
+}
+
+#[test]
+fn tool_search_defaults_to_five_results_and_caps_at_twenty() {
+    let rt = runtime("full");
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "tool_search",
+            json!({"query": "read"}),
+        )
+        .unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 5);
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "tool_search",
+        json!({"query": "read", "limit": 21}),
+    ));
+    assert!(matches!(e, ToolError::InvalidArguments { .. }));
+    let r = &v["results"][0];
+    assert!(
+        r["name"].is_string()
+            && r["score"].is_number()
+            && r["available"].is_boolean()
+            && r["summary"].is_string()
+    );
+}
+
+#[test]
+fn tool_describe_returns_the_full_definition_but_not_for_pruned_tools() {
+    let rt = runtime("edge");
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "tool_describe",
+            json!({"name": "gpio_write"}),
+        )
+        .unwrap();
+    assert_eq!(v["name"], "gpio_write");
+    assert_eq!(v["effect"], "actuate");
+    assert!(v["parameters"]["properties"].is_object());
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "tool_describe",
+        json!({"name": "git_commit"}),
+    ));
+    assert!(matches!(e, ToolError::NotInProfile { .. }));
+}
+
+#[test]
+fn every_call_is_audited_with_its_path() {
+    let rt = runtime("edge");
+    let _ = rt.call(
+        &session(),
+        Via::Direct,
+        "tool_call",
+        json!({"name": "tool_search", "arguments": {"query": "gpio"}}),
+    );
+    let _ = rt.call(&session(), Via::Direct, "nope", json!({}));
+    let rows: Vec<(String, String, String)> = {
+        let conn = rt.store().unwrap().conn();
+        let mut st = conn
+            .prepare("SELECT tool, via, outcome FROM audit ORDER BY id")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        rows,
+        [
+            (
+                "tool_search".to_string(),
+                "tool_call".to_string(),
+                "ok".to_string()
+            ),
+            ("tool_call".into(), "direct".into(), "ok".into()),
+            ("nope".into(), "direct".into(), "unknown_tool".into()),
+        ]
+    );
+}
