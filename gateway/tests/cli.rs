@@ -1,0 +1,325 @@
+//! The `covo tools` / `covo toolsets` command-line contract, on the real binary.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn covo(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_covo"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("COVO_HOME", self.dir.path().join("home"))
+            .env_remove("COVO_CONFIG")
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.covo(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn write_config(&self, text: &str) -> String {
+        let p = self.dir.path().join("cfg.toml");
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn tools_list_json_lists_every_tool_the_default_full_profile_owns() {
+    let env = Env::new();
+    let v = env.json(&["tools", "list", "--json"]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 115);
+    for r in rows {
+        for key in [
+            "name",
+            "description",
+            "toolset",
+            "runs",
+            "effect",
+            "available",
+        ] {
+            assert!(!r[key].is_null(), "{key} missing in {r}");
+        }
+    }
+    let i2c = rows.iter().find(|r| r["name"] == "i2c_scan").unwrap();
+    assert_eq!(i2c["available"], false);
+    assert_eq!(i2c["reason"], "not implemented");
+}
+
+#[test]
+fn tools_list_respects_profile_and_platform() {
+    let env = Env::new();
+    assert_eq!(
+        env.json(&["tools", "list", "--profile", "minimal", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    let gateway = names(&env.json(&["tools", "list", "--platform", "gateway", "--json"]));
+    let prompt = names(
+        &env.json(&["tools", "prompt", "--platform", "gateway"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"].clone())
+            .collect::<Value>(),
+    );
+    assert_eq!(
+        gateway, prompt,
+        "list --platform shows what the prompt carries"
+    );
+    assert!(gateway.contains(&"tool_search".to_string()));
+    let toolset = names(&env.json(&["tools", "list", "--toolset", "discovery", "--json"]));
+    assert_eq!(toolset, ["tool_search", "tool_describe", "tool_call"]);
+}
+
+#[test]
+fn tools_prompt_renders_openai_and_anthropic_and_is_byte_stable() {
+    let env = Env::new();
+    let a = env.covo(&["tools", "prompt", "--platform", "gateway"]);
+    let b = env.covo(&["tools", "prompt", "--platform", "gateway"]);
+    assert_eq!(a.stdout, b.stdout);
+    let anthropic = env.json(&[
+        "tools",
+        "prompt",
+        "--platform",
+        "gateway",
+        "--format",
+        "anthropic",
+    ]);
+    assert!(anthropic[0]["input_schema"].is_object());
+    assert!(anthropic[0].get("type").is_none());
+}
+
+#[test]
+fn tools_search_json_ranks_owned_tools() {
+    let env = Env::new();
+    let v = env.json(&[
+        "tools",
+        "search",
+        "scan the i2c bus",
+        "--json",
+        "--limit",
+        "3",
+    ]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["name"], "i2c_scan");
+    assert!(rows[0]["score"].as_f64().unwrap() >= rows[1]["score"].as_f64().unwrap());
+    assert!(rows[0]["available"].is_boolean());
+    let pruned = env.json(&[
+        "tools",
+        "search",
+        "run a shell command",
+        "--profile",
+        "edge",
+        "--json",
+        "--limit",
+        "20",
+    ]);
+    assert!(!names(&pruned).contains(&"shell_exec".to_string()));
+}
+
+#[test]
+fn tools_describe_prints_the_definition_or_a_structured_error() {
+    let env = Env::new();
+    let v = env.json(&["tools", "describe", "tool_search", "--json"]);
+    assert_eq!(v["parameters"]["required"][0], "query");
+    let out = env.covo(&[
+        "tools",
+        "describe",
+        "shell_exec",
+        "--profile",
+        "edge",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["kind"], "not_in_profile");
+}
+
+#[test]
+fn tools_call_prints_json_and_exits_0_or_1_with_a_structured_error() {
+    let env = Env::new();
+    let ok = env.covo(&["tools", "call", "tool_search", r#"{"query":"gpio"}"#]);
+    assert_eq!(ok.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert!(v["results"].is_array());
+    for (args, kind) in [
+        (vec!["tools", "call", "nope"], "unknown_tool"),
+        (
+            vec!["tools", "call", "tool_search", "{bad"],
+            "malformed_json",
+        ),
+        (
+            vec!["tools", "call", "tool_search", r#"{"query":1}"#],
+            "invalid_arguments",
+        ),
+        (
+            vec![
+                "tools",
+                "call",
+                "tool_search",
+                r#"{"query":"x"}"#,
+                "--profile",
+                "minimal",
+            ],
+            "not_in_profile",
+        ),
+        (vec!["tools", "call", "i2c_scan"], "unavailable"),
+    ] {
+        let out = env.covo(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let e: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{args:?}: not JSON"));
+        assert_eq!(e["error"]["kind"], kind, "{args:?}");
+    }
+}
+
+#[test]
+fn a_destructive_call_without_a_terminal_or_yes_is_declined_and_with_yes_runs() {
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("f.txt"), "x").unwrap();
+    let cfg = env.write_config(&format!("[fs]\nroots = [{:?}]\n", ws.display().to_string()));
+    let out = env.covo(&[
+        "tools",
+        "call",
+        "fs_delete",
+        r#"{"path":"f.txt"}"#,
+        "--config",
+        &cfg,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["kind"], "approval_denied");
+    assert!(ws.join("f.txt").exists());
+    let out = env.covo(&[
+        "tools",
+        "call",
+        "fs_delete",
+        r#"{"path":"f.txt"}"#,
+        "--config",
+        &cfg,
+        "--yes",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!ws.join("f.txt").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let env = Env::new();
+    assert_eq!(env.covo(&["tools", "frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        env.covo(&[
+            "tools",
+            "list",
+            "--platform",
+            "gateway",
+            "--toolset",
+            "core"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        env.covo(&["tools", "list", "--profile", "nope"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let cfg = env.write_config("profle = 1\n");
+    let out = env.covo(&["tools", "list", "--config", &cfg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("profle"));
+}
+
+#[test]
+fn toolsets_lists_and_resolves_and_a_cycle_exits_2_naming_the_path() {
+    let env = Env::new();
+    let all = env.json(&["toolsets", "--json"]);
+    let edge = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "edge")
+        .unwrap();
+    assert_eq!(edge["kind"], "composite");
+    assert_eq!(edge["tools"].as_array().unwrap().len(), 40);
+    let hw = env.json(&["toolsets", "hardware", "--json"]);
+    assert_eq!(hw.as_array().unwrap().len(), 30);
+    let cfg =
+        env.write_config("[toolsets.a]\nincludes = [\"b\"]\n[toolsets.b]\nincludes = [\"a\"]\n");
+    let out = env.covo(&["toolsets", "--config", &cfg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("toolset cycle: a -> b -> a"));
+    let out = env.covo(&["toolsets", "a", "--config", &cfg]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn config_is_found_through_covo_config_then_the_working_directory() {
+    let env = Env::new();
+    std::fs::write(env.path().join("covo.toml"), "profile = \"minimal\"\n").unwrap();
+    assert_eq!(
+        env.json(&["tools", "list", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    let cfg = env.write_config("profile = \"edge\"\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args(["tools", "list", "--json"])
+        .current_dir(env.path())
+        .env("COVO_HOME", env.path().join("home"))
+        .env("COVO_CONFIG", &cfg)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v.as_array().unwrap().len(),
+        75,
+        "the edge profile owns 75 tools"
+    );
+}
