@@ -15,7 +15,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Read,
             description: "Show the board model, buses, pin map and policy limits.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "board hardware platform raspberry pi model revision pinout pin map header gpio numbering bcm physical pins buses interfaces i2c spi uart policy limits allowed outputs capabilities what board what hardware do I have overview",
+ keywords: "board hardware platform raspberry pi model revision pinout pin map header available pins gpio numbering bcm physical buses interfaces i2c spi uart policy safety limits allowed outputs capabilities what board overview",
         },
         exec: Exec::Missing,
     },

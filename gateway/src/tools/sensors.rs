@@ -15,7 +15,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Read,
             description: "List declared sensors with driver, quantities and units.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "sensors list available which sensors declared drivers quantities units measurements what can I measure",
+ keywords: "sensors list available which sensors declared configured drivers quantities units measurements what can I measure",
         },
         exec: Exec::Missing,
     },
