@@ -15,7 +15,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Write,
             description: "Watch a sensor quantity and fire when a threshold rule holds for a duration, then notify or run a tool. Returns the watch id.",
  params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"declared name, e.g. climate"},"quantity":{"type":"string","description":"e.g. temperature"},"op":{"enum":[">","<",">=","<="]},"threshold":{"type":"number"},"for":{"type":"string","description":"how long the rule must hold, e.g. 5m"},"hysteresis":{"type":"number","description":"re-arm margin, in the quantity's unit"},"action":{"enum":["notify","tool"],"default":"notify"},"message":{"type":"string","description":"notification text"},"tool":{"type":"string","description":"tool to run when action is tool"},"arguments":{"type":"object"}},"required":["sensor","quantity","op","threshold"],"additionalProperties":false}"#,
- keywords: "watch monitor alert alarm threshold trigger rule condition when above below exceeds crosses drops rises too hot too cold limit notify me let me know automation if then automatic action warn",
+ keywords: "watch monitor alert alarm threshold trigger rule condition when if whenever above below exceeds crosses drops rises goes gets becomes higher lower greater less than warmer colder degrees too hot too cold limit temperature humidity co2 level reading notify ping me let me know automation if then automatically react run action warn",
         },
         exec: Exec::Missing,
     },

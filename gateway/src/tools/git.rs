@@ -15,7 +15,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Read,
             description: "Show the working-tree status of a git repository: branch, staged, modified and untracked files.",
  params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"}},"additionalProperties":false}"#,
- keywords: "git status changes modified staged untracked branch working tree repository",
+ keywords: "git status changes uncommitted dirty clean pending modified staged untracked branch working tree repository",
         },
         exec: Exec::Missing,
     },

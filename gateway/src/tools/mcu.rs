@@ -54,7 +54,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Actuate,
             description: "Drive a pin on an attached microcontroller high (1) or low (0).",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"level":{"enum":[0,1]}},"required":["pin","level"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio write output drive toggle high low on off led relay digitalwrite",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio write output drive toggle high low on off digitalwrite",
         },
         exec: Exec::Missing,
     },

@@ -15,7 +15,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Write,
             description: "Replace an exact string in a file. The match must be unique unless all is true.",
  params: r#"{"type":"object","properties":{"path":{"type":"string","description":"relative to a workspace root"},"old":{"type":"string","description":"exact text to find"},"new":{"type":"string","description":"replacement text"},"all":{"type":"boolean","default":false}},"required":["path","old","new"],"additionalProperties":false}"#,
- keywords: "edit file replace string text substitute change modify fix line search and replace sed",
+ keywords: "edit file replace string text word substitute change modify fix line rename variable search and replace sed",
         },
         exec: Exec::Missing,
     },
