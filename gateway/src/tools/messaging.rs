@@ -13,9 +13,10 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::MESSAGING.or(Profiles::EDGE),
             runs: Runs::Gateway,
             effect: Effect::Read,
-            description: "List the channels this gateway can message on and whether each is connected.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description:
+                "List the channels this gateway can message on and whether each is connected.",
+            params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
+            keywords: "channels list messaging connected cli mqtt web telegram webhook chat",
         },
         exec: Exec::Missing,
     },
@@ -26,9 +27,11 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::MESSAGING.or(Profiles::EDGE),
             runs: Runs::Gateway,
             effect: Effect::Write,
-            description: "Push an alert with a priority to the configured notification channels (MQTT topic, webhook).",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description:
+                "Push an alert to the configured notification channels (MQTT topic, webhook).",
+            params: r#"{"type":"object","properties":{"message":{"type":"string"},"priority":{"enum":["low","normal","high","urgent"],"default":"normal"},"title":{"type":"string"}},"required":["message"],"additionalProperties":false}"#,
+            keywords:
+                "notify notification alert alarm push warn phone message urgent priority ping page",
         },
         exec: Exec::Missing,
     },

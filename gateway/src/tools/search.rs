@@ -12,10 +12,9 @@ pub(crate) static TOOLS: &[ToolDef] = &[ToolDef {
         profiles: Profiles::CODING,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description:
-            "Unified file search: glob on names and regex on contents, honouring .gitignore.",
-        params: r#"{"type":"object","properties":{}}"#,
-        keywords: "",
+        description: "Search files: glob on names and/or regex on contents, honouring .gitignore. Returns paths and matching lines.",
+ params: r#"{"type":"object","properties":{"pattern":{"type":"string","description":"regex to match in file contents"},"glob":{"type":"string","description":"file name glob, e.g. **/*.rs"},"path":{"type":"string","description":"directory to search, default: workspace root"},"case_sensitive":{"type":"boolean","default":true},"max_results":{"type":"integer","minimum":1,"default":100}},"additionalProperties":false}"#,
+ keywords: "search find files grep ripgrep rg regex pattern text in files code glob find by name locate where is defined usage occurrences",
     },
     exec: Exec::Missing,
 }];
