@@ -120,10 +120,16 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// The first sentence of the description, for search results and listings.
     pub fn summary(&self) -> &'static str {
-        match self.description.find(". ") {
-            Some(i) => &self.description[..i + 1],
-            None => self.description,
+        let d = self.description;
+        let mut from = 0;
+        while let Some(i) = d[from..].find(". ").map(|i| i + from) {
+            // "e.g. " and "i.e. " do not end a sentence.
+            if !(d[..i].ends_with("e.g") || d[..i].ends_with("i.e")) {
+                return &d[..i + 1];
+            }
+            from = i + 2;
         }
+        d
     }
 
     /// The parameter schema parsed to JSON. The conformance test proves every table entry parses.
@@ -196,5 +202,33 @@ impl Availability {
             Exec::Local(_) => Availability::yes(),
             Exec::Missing => Availability::no("not implemented"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(description: &'static str) -> ToolSpec {
+        ToolSpec {
+            name: "t",
+            toolset: "core",
+            profiles: Profiles::FULL_ONLY,
+            runs: Runs::Gateway,
+            effect: Effect::Read,
+            description,
+            params: "{}",
+            keywords: "",
+        }
+    }
+
+    #[test]
+    fn the_summary_is_the_first_sentence_and_abbreviations_do_not_end_it() {
+        assert_eq!(spec("Read it. Then more.").summary(), "Read it.");
+        assert_eq!(
+            spec("Watch a value, e.g. temperature. More.").summary(),
+            "Watch a value, e.g. temperature."
+        );
+        assert_eq!(spec("One sentence only").summary(), "One sentence only");
     }
 }
