@@ -173,7 +173,7 @@ pub fn fmt_time(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// Parses a time the store wrote.
-pub(crate) fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&chrono::Utc))
         .map_err(|e| StoreError::Data(format!("bad time '{s}': {e}")))
