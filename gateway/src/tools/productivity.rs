@@ -72,7 +72,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             runs: Runs::Gateway,
             effect: Effect::Write,
             description:
-                "Schedule a prompt or a tool call: give exactly one of cron or at, and exactly one of prompt or tool.",
+                "Schedule a prompt or a tool call to run once (at) or repeatedly (cron). Give exactly one of cron/at and exactly one of prompt/tool.",
             params: r#"{"type":"object","properties":{"name":{"type":"string"},"cron":{"type":"string","description":"Cron expression in local time, e.g. \"0 8 * * 1-5\""},"at":{"type":"string","description":"Run once: RFC 3339 time, or relative like \"in 10m\", \"in 2h\", \"in 3d\""},"prompt":{"type":"string","description":"Prompt to run as a new agent turn"},"tool":{"type":"string","description":"Tool to call"},"arguments":{"type":"object","description":"Arguments for tool"}},"additionalProperties":false}"#,
             keywords: "schedule remind me later reminder timer alarm cron recurring every day daily hourly weekly at time in minutes job periodic repeat automate",
         },
@@ -139,7 +139,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             effect: Effect::Read,
             description: "Show a kanban board: its columns in order, each with its cards.",
             params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"}},"additionalProperties":false}"#,
-            keywords: "kanban board show cards columns tickets backlog overview trello",
+            keywords: "kanban board show view list cards columns tasks task board tickets backlog overview trello status",
         },
         exec: Exec::Local(kanban_list),
     },
