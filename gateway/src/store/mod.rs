@@ -8,6 +8,18 @@ use rusqlite::{params, Connection};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+pub mod conversations;
+pub mod memory;
+pub mod productivity;
+pub mod schedules;
+pub mod session;
+
+pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, Turn};
+pub use memory::{Memory, MemoryHit};
+pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
+pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
+pub use session::{Plan, PlanMode, Todo, TodoStatus};
+
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -22,6 +34,9 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// A stored value could not be read back (bad JSON, bad time, bad cron).
+    #[error("stored data is invalid: {0}")]
+    Data(String),
 }
 
 /// Numbered schema migrations. Append only: never edit a migration that has shipped.
@@ -38,6 +53,16 @@ const MIGRATIONS: &[&str] = &[
         detail TEXT,
         micros INTEGER NOT NULL
     );",
+    // 2: conversations, their turns (with a full-text index) and the outbox of sent messages.
+    conversations::MIGRATION,
+    // 3: per-session state: the to-do list and the plan.
+    session::MIGRATION,
+    // 4: memories with a full-text index.
+    memory::MIGRATION,
+    // 5: goals and kanban boards.
+    productivity::MIGRATION,
+    // 6: scheduled jobs.
+    schedules::MIGRATION,
 ];
 
 /// The gateway's database.
@@ -138,7 +163,35 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 
 /// The current UTC time as RFC 3339 with millisecond precision, the store's one time format.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    fmt_time(chrono::Utc::now())
+}
+
+/// Formats a UTC time in the store's one time format (RFC 3339, milliseconds, `Z`), which
+/// sorts lexically in time order.
+pub fn fmt_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Parses a time the store wrote.
+pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| StoreError::Data(format!("bad time '{s}': {e}")))
+}
+
+/// Turns free text into an FTS5 query of quoted terms joined by `op` (`OR` ranks partial
+/// matches, `AND` requires every term). `None` when the text has no searchable word.
+pub(crate) fn fts_query(text: &str, op: &str) -> Option<String> {
+    let terms: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{}\"", w.to_lowercase()))
+        .collect();
+    if terms.is_empty() {
+        None
+    } else {
+        Some(terms.join(&format!(" {op} ")))
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,12 @@
 //! The `memory` toolset.
 
+use crate::error::{CallError, ToolError};
+use crate::exec::Cx;
 use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::store::{ForkError, Turn};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
 
 const TOOLSET: &str = "memory";
 
@@ -13,11 +19,11 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING.or(Profiles::EDGE),
             runs: Runs::Gateway,
             effect: Effect::Write,
-            description: "Store a durable fact or note (with optional tags) in the gateway's memory database.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Remember a fact or note for later, with optional tags. Returns its id.",
+            params: r#"{"type":"object","properties":{"text":{"type":"string","minLength":1},"tags":{"type":"array","items":{"type":"string"}}},"required":["text"],"additionalProperties":false}"#,
+            keywords: "remember save note memorize keep in mind write down fact preference persist long-term memory",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(memory_store),
     },
     ToolDef {
         spec: ToolSpec {
@@ -26,11 +32,11 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING.or(Profiles::EDGE),
             runs: Runs::Gateway,
             effect: Effect::Read,
-            description: "Retrieve stored memories relevant to a query (ranked full-text search).",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Search stored memories by words; best matches first, with a relevance score.",
+            params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5},"tag":{"type":"string","description":"Only memories with this tag"}},"required":["query"],"additionalProperties":false}"#,
+            keywords: "recall remember what do you know look up notes facts retrieve memory search what did I tell you",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(memory_recall),
     },
     ToolDef {
         spec: ToolSpec {
@@ -39,11 +45,11 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING.or(Profiles::EDGE),
             runs: Runs::Gateway,
             effect: Effect::Write,
-            description: "Delete stored memories by id or by query.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Delete memories: one by id, or every memory containing all words of query. Returns what was deleted.",
+            params: r#"{"type":"object","properties":{"id":{"type":"integer"},"query":{"type":"string","minLength":1}},"additionalProperties":false}"#,
+            keywords: "forget delete remove erase memory unlearn drop note wipe",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(memory_forget),
     },
     ToolDef {
         spec: ToolSpec {
@@ -53,8 +59,8 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             runs: Runs::Peer,
             effect: Effect::Write,
             description: "Embed a text with the peer's embedding model and keep it in the peer's vector store.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            params: r#"{"type":"object","properties":{"text":{"type":"string","minLength":1},"metadata":{"type":"object","description":"Free-form fields stored with the text"}},"required":["text"],"additionalProperties":false}"#,
+            keywords: "embedding vector store semantic index meaning embed remember similarity cloud",
         },
         exec: Exec::Missing,
     },
@@ -65,9 +71,9 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING,
             runs: Runs::Peer,
             effect: Effect::Read,
-            description: "Nearest-neighbour search of the peer's vector store for a query.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Find texts in the peer's vector store nearest in meaning to a query.",
+            params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}},"required":["query"],"additionalProperties":false}"#,
+            keywords: "semantic search similar meaning nearest neighbour vector embedding related fuzzy",
         },
         exec: Exec::Missing,
     },
@@ -78,11 +84,11 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING.or(Profiles::MESSAGING),
             runs: Runs::Gateway,
             effect: Effect::Write,
-            description: "Derive a new conversation from an earlier one at a given turn.",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Start a new conversation copying turns 1..at_turn of an existing one.",
+            params: r#"{"type":"object","properties":{"conversation_id":{"type":"string"},"at_turn":{"type":"integer","minimum":1,"description":"Last turn to copy (turns count from 1)"}},"required":["conversation_id","at_turn"],"additionalProperties":false}"#,
+            keywords: "branch fork copy conversation try again alternative rewind go back restart from turn",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(conversation_fork),
     },
     ToolDef {
         spec: ToolSpec {
@@ -91,10 +97,440 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             profiles: Profiles::CODING.or(Profiles::MESSAGING),
             runs: Runs::Gateway,
             effect: Effect::Read,
-            description: "Summarise a stored conversation (by id or the current one).",
-            params: r#"{"type":"object","properties":{}}"#,
-            keywords: "",
+            description: "Summarise a stored conversation (the current one by default).",
+            params: r#"{"type":"object","properties":{"conversation_id":{"type":"string"}},"additionalProperties":false}"#,
+            keywords: "summarize summary recap tl;dr digest what happened overview conversation chat history",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(conversation_summary),
     },
 ];
+
+/// Default number of recalled memories.
+const RECALL_DEFAULT: usize = 5;
+/// Most recalled memories.
+const RECALL_MAX: usize = 50;
+
+#[derive(Deserialize)]
+struct StoreArgs {
+    text: String,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+fn memory_store(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let a: StoreArgs = cx.args(args)?;
+    if a.text.trim().is_empty() {
+        return Err(ToolError::invalid(cx.tool.name, "/text", "is empty").into());
+    }
+    let m = cx
+        .store()?
+        .store_memory(a.text.trim(), &a.tags, Some(&cx.session.id))?;
+    Ok(json!({ "id": m.id, "stored_at": m.created_at, "tags": m.tags }))
+}
+
+#[derive(Deserialize)]
+struct RecallArgs {
+    query: String,
+    limit: Option<usize>,
+    tag: Option<String>,
+}
+
+fn memory_recall(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let a: RecallArgs = cx.args(args)?;
+    let limit = a.limit.unwrap_or(RECALL_DEFAULT).clamp(1, RECALL_MAX);
+    let hits = cx.store()?.recall(&a.query, a.tag.as_deref(), limit)?;
+    Ok(json!({ "count": hits.len(), "memories": hits }))
+}
+
+#[derive(Deserialize)]
+struct ForgetArgs {
+    id: Option<i64>,
+    query: Option<String>,
+}
+
+fn memory_forget(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let a: ForgetArgs = cx.args(args)?;
+    let store = cx.store()?;
+    let deleted = match (a.id, a.query) {
+        (Some(id), None) => match store.forget_memory(id)? {
+            Some(m) => vec![m],
+            None => {
+                return Err(ToolError::NotFound {
+                    what: "memory".into(),
+                    id: id.to_string(),
+                }
+                .into())
+            }
+        },
+        (None, Some(q)) => {
+            let gone = store.forget_matching(&q)?;
+            if gone.is_empty() {
+                return Err(ToolError::NotFound {
+                    what: "memory matching".into(),
+                    id: q,
+                }
+                .into());
+            }
+            gone
+        }
+        _ => {
+            return Err(
+                ToolError::invalid(cx.tool.name, "", "give exactly one of id or query").into(),
+            )
+        }
+    };
+    Ok(json!({ "count": deleted.len(), "deleted": deleted }))
+}
+
+#[derive(Deserialize)]
+struct ForkArgs {
+    conversation_id: String,
+    at_turn: u32,
+}
+
+fn conversation_fork(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let a: ForkArgs = cx.args(args)?;
+    match cx.store()?.fork_conversation(&a.conversation_id, a.at_turn) {
+        Ok(f) => Ok(json!(f)),
+        Err(ForkError::NotFound(id)) => Err(ToolError::NotFound {
+            what: "conversation".into(),
+            id,
+        }
+        .into()),
+        Err(ForkError::OutOfRange { at, turns }) => {
+            let problem = if turns == 0 {
+                format!("conversation '{}' has no turns to fork", a.conversation_id)
+            } else {
+                format!(
+                    "turn {at} is out of range: conversation '{}' has {turns} turns, so at_turn must be 1..={turns}",
+                    a.conversation_id
+                )
+            };
+            Err(ToolError::invalid(cx.tool.name, "/at_turn", problem).into())
+        }
+        Err(ForkError::Store(e)) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize)]
+struct SummaryArgs {
+    conversation_id: Option<String>,
+}
+
+fn conversation_summary(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let a: SummaryArgs = cx.args(args)?;
+    let id = a.conversation_id.unwrap_or_else(|| cx.session.id.clone());
+    let store = cx.store()?;
+    if store.conversation(&id)?.is_none() {
+        return Err(ToolError::NotFound {
+            what: "conversation".into(),
+            id,
+        }
+        .into());
+    }
+    let turns = store.turns(&id)?;
+    let mut model_error = None;
+    if let Some(model) = cx.runtime().summarizer() {
+        let transcript: String = turns
+            .iter()
+            .map(|t| format!("{}: {}\n", t.role, t.content))
+            .collect();
+        match model.summarize(&transcript) {
+            Ok(summary) => {
+                return Ok(json!({
+                    "conversation_id": id,
+                    "method": "model",
+                    "turns": turns.len(),
+                    "summary": summary,
+                }))
+            }
+            Err(e) => model_error = Some(e),
+        }
+    }
+    let mut out = extractive(&id, &turns);
+    out["note"] = json!(match model_error {
+        Some(e) => format!("the model failed ({e}); this summary is extractive: sentences picked from the transcript"),
+        None => "no model is configured; this summary is extractive: sentences picked from the transcript".into(),
+    });
+    Ok(out)
+}
+
+/// The longest excerpt of a turn kept in an extractive summary.
+const EXCERPT_CHARS: usize = 300;
+/// How many key sentences an extractive summary keeps.
+const KEY_SENTENCES: usize = 3;
+
+fn excerpt(s: &str) -> String {
+    let s = s.trim();
+    if s.chars().count() <= EXCERPT_CHARS {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(EXCERPT_CHARS).collect();
+        format!("{cut}…")
+    }
+}
+
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() > 3)
+        .map(str::to_lowercase)
+}
+
+/// A summary built from the transcript itself: the first request, the last answer, and the
+/// sentences whose words recur most across the conversation.
+fn extractive(id: &str, turns: &[Turn]) -> Value {
+    let first_request = turns
+        .iter()
+        .find(|t| t.role == "user")
+        .map(|t| excerpt(&t.content));
+    let last_answer = turns
+        .iter()
+        .rev()
+        .find(|t| t.role == "assistant")
+        .map(|t| excerpt(&t.content));
+    let mut freq: HashMap<String, usize> = HashMap::new();
+    for t in turns {
+        for w in words(&t.content) {
+            *freq.entry(w).or_default() += 1;
+        }
+    }
+    let sentences: Vec<&str> = turns
+        .iter()
+        .flat_map(|t| t.content.split(['.', '!', '?', '\n']))
+        .map(str::trim)
+        .filter(|s| s.split_whitespace().count() >= 3)
+        .collect();
+    let mut scored: Vec<(usize, f64)> = sentences
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let ws: Vec<String> = words(s).collect();
+            let total: usize = ws.iter().map(|w| freq.get(w).copied().unwrap_or(0)).sum();
+            (i, total as f64 / (ws.len().max(1) as f64).sqrt())
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut picked: Vec<usize> = Vec::new();
+    for (i, _) in scored {
+        if picked.len() == KEY_SENTENCES {
+            break;
+        }
+        if !picked.iter().any(|&j| sentences[j] == sentences[i]) {
+            picked.push(i);
+        }
+    }
+    picked.sort_unstable();
+    let key: Vec<String> = picked.iter().map(|&i| excerpt(sentences[i])).collect();
+    let mut summary = format!("{} turns.", turns.len());
+    if let Some(f) = &first_request {
+        summary.push_str(&format!(" The user first asked: \"{f}\"."));
+    }
+    if !key.is_empty() {
+        summary.push_str(&format!(" Key points: {}.", key.join("; ")));
+    }
+    if let Some(l) = &last_answer {
+        summary.push_str(&format!(" Last answer: \"{l}\"."));
+    }
+    json!({
+        "conversation_id": id,
+        "method": "extractive",
+        "turns": turns.len(),
+        "first_request": first_request,
+        "last_answer": last_answer,
+        "key_sentences": key,
+        "summary": summary,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::ToolError;
+    use crate::tools::core::testkit::*;
+    use serde_json::json;
+
+    #[test]
+    fn memory_recall_finds_stored_memories_best_first_and_filters_by_tag() {
+        let (rt, _) = runtime(&[]);
+        let a = ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun", "tags": ["garden"]}),
+        );
+        let b = ok(
+            &rt,
+            "memory_store",
+            json!({"text": "Basil basil: water the basil daily", "tags": ["Garden", "chores"]}),
+        );
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The router password is in the drawer"}),
+        );
+        assert!(a["id"].as_i64().unwrap() < b["id"].as_i64().unwrap());
+        let r = ok(&rt, "memory_recall", json!({"query": "basil"}));
+        assert_eq!(r["count"], 2);
+        assert_eq!(r["memories"][0]["id"], b["id"]);
+        assert!(
+            r["memories"][0]["score"].as_f64().unwrap()
+                >= r["memories"][1]["score"].as_f64().unwrap()
+        );
+        let tagged = ok(
+            &rt,
+            "memory_recall",
+            json!({"query": "basil sun", "tag": "chores"}),
+        );
+        assert_eq!(tagged["count"], 1);
+        assert_eq!(tagged["memories"][0]["tags"], json!(["Garden", "chores"]));
+        assert_eq!(
+            ok(&rt, "memory_recall", json!({"query": "zebra"}))["count"],
+            0
+        );
+    }
+
+    #[test]
+    fn memory_forget_deletes_by_id_and_by_query() {
+        let (rt, _) = runtime(&[]);
+        let a = ok(
+            &rt,
+            "memory_store",
+            json!({"text": "wifi password is hunter2"}),
+        );
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "old wifi password was letmein"}),
+        );
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "the wifi channel is 6"}),
+        );
+        let r = ok(&rt, "memory_forget", json!({"id": a["id"]}));
+        assert_eq!(r["deleted"][0]["text"], "wifi password is hunter2");
+        let e = err(&rt, "memory_forget", json!({"id": a["id"]}));
+        assert!(matches!(e, ToolError::NotFound { .. }));
+        // Every word must match: the channel memory stays.
+        let r = ok(&rt, "memory_forget", json!({"query": "wifi password"}));
+        assert_eq!(r["count"], 1);
+        assert_eq!(r["deleted"][0]["text"], "old wifi password was letmein");
+        assert_eq!(
+            ok(&rt, "memory_recall", json!({"query": "wifi"}))["count"],
+            1
+        );
+        let e = err(&rt, "memory_forget", json!({"query": "password"}));
+        assert!(matches!(e, ToolError::NotFound { .. }));
+        let e = err(&rt, "memory_forget", json!({}));
+        assert!(e.to_string().contains("exactly one of id or query"));
+        let e = err(&rt, "memory_forget", json!({"id": 1, "query": "x"}));
+        assert!(matches!(e, ToolError::InvalidArguments { .. }));
+    }
+
+    #[test]
+    fn conversation_fork_copies_turns_and_rejects_an_out_of_range_turn() {
+        let (rt, _) = runtime(&[]);
+        let store = rt.store().unwrap();
+        let c = store.create_conversation("lights").unwrap();
+        for (role, text) in [
+            ("user", "dim the lights"),
+            ("assistant", "dimmed to 30%"),
+            ("user", "brighter"),
+            ("assistant", "60%"),
+        ] {
+            store.append_turn(&c, role, text).unwrap();
+        }
+        let f = ok(
+            &rt,
+            "conversation_fork",
+            json!({"conversation_id": c, "at_turn": 2}),
+        );
+        let id = f["id"].as_str().unwrap();
+        assert_ne!(id, c);
+        assert_eq!(f["turns_copied"], 2);
+        let turns = store.turns(id).unwrap();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[1].content, "dimmed to 30%");
+        let conv = store.conversation(id).unwrap().unwrap();
+        assert_eq!(conv.parent_id.as_deref(), Some(c.as_str()));
+        assert_eq!(conv.fork_at, Some(2));
+        // The fork continues on its own numbering.
+        assert_eq!(store.append_turn(id, "user", "warmer").unwrap(), 3);
+        assert_eq!(store.turns(&c).unwrap().len(), 4);
+        let e = err(
+            &rt,
+            "conversation_fork",
+            json!({"conversation_id": c, "at_turn": 5}),
+        );
+        let ToolError::InvalidArguments { problems, .. } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(problems[0].path, "/at_turn");
+        assert!(
+            problems[0].problem.contains("1..=4"),
+            "{}",
+            problems[0].problem
+        );
+        let e = err(
+            &rt,
+            "conversation_fork",
+            json!({"conversation_id": "nope", "at_turn": 1}),
+        );
+        assert!(matches!(e, ToolError::NotFound { .. }));
+    }
+
+    #[test]
+    fn conversation_summary_without_a_model_is_extractive_and_says_so() {
+        let (rt, _) = runtime(&[]);
+        let store = rt.store().unwrap();
+        store
+            .append_turn(
+                "s1",
+                "user",
+                "Please check the greenhouse temperature sensor.",
+            )
+            .unwrap();
+        store
+            .append_turn(
+                "s1",
+                "assistant",
+                "The greenhouse temperature sensor reads 31 degrees. That is warm.",
+            )
+            .unwrap();
+        store
+            .append_turn("s1", "user", "Open the greenhouse vent then.")
+            .unwrap();
+        store
+            .append_turn("s1", "assistant", "The greenhouse vent is open now.")
+            .unwrap();
+        let r = ok(&rt, "conversation_summary", json!({}));
+        assert_eq!(r["method"], "extractive");
+        assert!(r["note"].as_str().unwrap().contains("no model"));
+        assert_eq!(r["turns"], 4);
+        assert_eq!(
+            r["first_request"],
+            "Please check the greenhouse temperature sensor."
+        );
+        assert_eq!(r["last_answer"], "The greenhouse vent is open now.");
+        assert!(!r["key_sentences"].as_array().unwrap().is_empty());
+        let e = err(
+            &rt,
+            "conversation_summary",
+            json!({"conversation_id": "ghost"}),
+        );
+        assert!(matches!(e, ToolError::NotFound { .. }));
+    }
+
+    #[test]
+    fn conversation_summary_uses_the_model_when_one_is_configured() {
+        let (rt, _) = runtime_with(&[], Some(Box::new(CountingModel)));
+        let store = rt.store().unwrap();
+        store.append_turn("s1", "user", "hello").unwrap();
+        store.append_turn("s1", "assistant", "hi").unwrap();
+        let r = ok(
+            &rt,
+            "conversation_summary",
+            json!({"conversation_id": "s1"}),
+        );
+        assert_eq!(r["method"], "model");
+        assert_eq!(r["summary"], "model summary of 2 lines");
+    }
+}

@@ -1,0 +1,186 @@
+//! Durable memories: short texts with tags, under a full-text index ranked by bm25.
+
+use super::{fmt_time, fts_query, Store, StoreError};
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+
+pub(super) const MIGRATION: &str = "
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    session TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    text, tags, content='memories', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text, tags)
+        VALUES ('delete', old.id, old.text, old.tags);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text, tags)
+        VALUES ('delete', old.id, old.text, old.tags);
+    INSERT INTO memories_fts(rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;";
+
+/// A stored memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Memory {
+    /// Its id.
+    pub id: i64,
+    /// The remembered text.
+    pub text: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// When it was stored.
+    pub created_at: String,
+}
+
+/// A memory that matched a recall query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryHit {
+    /// The memory.
+    #[serde(flatten)]
+    pub memory: Memory,
+    /// Relevance (negated bm25): higher is better.
+    pub score: f64,
+}
+
+fn memory_row(r: &Row<'_>) -> rusqlite::Result<(i64, String, String, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+fn to_memory(
+    (id, text, tags, created_at): (i64, String, String, String),
+) -> Result<Memory, StoreError> {
+    let tags = serde_json::from_str(&tags)
+        .map_err(|e| StoreError::Data(format!("bad tags of memory {id}: {e}")))?;
+    Ok(Memory {
+        id,
+        text,
+        tags,
+        created_at,
+    })
+}
+
+impl Store {
+    /// Stores a memory and returns it with its id.
+    pub fn store_memory(
+        &self,
+        text: &str,
+        tags: &[String],
+        session: Option<&str>,
+    ) -> Result<Memory, StoreError> {
+        let tags: Vec<String> = tags
+            .iter()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let tags_json =
+            serde_json::to_string(&tags).map_err(|e| StoreError::Data(e.to_string()))?;
+        let created_at = fmt_time(chrono::Utc::now());
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO memories (text, tags, session, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![text, tags_json, session, created_at],
+        )?;
+        Ok(Memory {
+            id: conn.last_insert_rowid(),
+            text: text.to_string(),
+            tags,
+            created_at,
+        })
+    }
+
+    /// The memory with this id.
+    pub fn memory(&self, id: i64) -> Result<Option<Memory>, StoreError> {
+        let row = self
+            .conn()
+            .query_row(
+                "SELECT id, text, tags, created_at FROM memories WHERE id = ?1",
+                [id],
+                memory_row,
+            )
+            .optional()?;
+        row.map(to_memory).transpose()
+    }
+
+    /// Memories matching any word of `query`, best first (bm25), optionally only those tagged
+    /// `tag` (case-insensitive).
+    pub fn recall(
+        &self,
+        query: &str,
+        tag: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<MemoryHit>, StoreError> {
+        let Some(q) = fts_query(query, "OR") else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<((i64, String, String, String), f64)> = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare(
+                "SELECT m.id, m.text, m.tags, m.created_at, bm25(memories_fts)
+                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1
+                   AND (?2 IS NULL OR EXISTS (
+                        SELECT 1 FROM json_each(m.tags) j WHERE lower(j.value) = lower(?2)))
+                 ORDER BY bm25(memories_fts), m.id DESC
+                 LIMIT ?3",
+            )?;
+            let it = stmt.query_map(params![q, tag, limit as i64], |r| {
+                Ok((memory_row(r)?, r.get::<_, f64>(4)?))
+            })?;
+            it.collect::<Result<_, _>>()?
+        };
+        rows.into_iter()
+            .map(|(m, bm25)| {
+                Ok(MemoryHit {
+                    memory: to_memory(m)?,
+                    score: -bm25,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes the memory with this id and returns it.
+    pub fn forget_memory(&self, id: i64) -> Result<Option<Memory>, StoreError> {
+        let found = self.memory(id)?;
+        if found.is_some() {
+            self.conn()
+                .execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        }
+        Ok(found)
+    }
+
+    /// Deletes every memory containing every word of `query` and returns them.
+    pub fn forget_matching(&self, query: &str) -> Result<Vec<Memory>, StoreError> {
+        let Some(q) = fts_query(query, "AND") else {
+            return Ok(Vec::new());
+        };
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let rows: Vec<(i64, String, String, String)> = {
+            let mut stmt = tx.prepare(
+                "SELECT m.id, m.text, m.tags, m.created_at
+                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 ORDER BY m.id",
+            )?;
+            let it = stmt.query_map([q], memory_row)?;
+            it.collect::<Result<_, _>>()?
+        };
+        let memories = rows
+            .into_iter()
+            .map(to_memory)
+            .collect::<Result<Vec<_>, _>>()?;
+        for m in &memories {
+            tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+        }
+        tx.commit()?;
+        Ok(memories)
+    }
+}
