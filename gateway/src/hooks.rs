@@ -1,10 +1,30 @@
-//! Lifecycle hooks. The agent loop runs them in order around every model call; each sees the
-//! request it may change. The `ToolsetFilter` is the `before_model_call` hook that decides which
-//! tools the model sees this turn.
+//! Lifecycle hooks: an ordered list the runtime runs around every model call and every tool call.
+//!
+//! The built-in order is: `ToolsetFilter` (what the model sees), `PolicyHook` (gateway and board
+//! policies), `PlanModeHook` (read-only until a plan is accepted), the user's hooks, and last
+//! `ApprovalHook` (destructive tools). Because tool-call hooks run inside the one dispatch
+//! pipeline, they hold for `tool_call`, MQTT and remote calls alike.
+//!
+//! Failure outcomes are fixed:
+//! - a `before_model_call` error makes the call carry only the core tools (fail closed), and later
+//!   hooks still run (they can only narrow further);
+//! - a `before_tool_call` error refuses the call with that structured error;
+//! - `after_*` hooks cannot fail: what happened has happened.
 
+use crate::error::{CallError, ToolError};
+use crate::exec::Session;
 use crate::plan::{Plan, Selection};
-use crate::runtime::Runtime;
-use crate::spec::ToolDef;
+use crate::runtime::{Approver, Policy, Runtime, Via};
+use crate::spec::{Effect, ToolDef, ToolSpec};
+use serde_json::Value;
+
+/// What a hook sees of the call it runs around.
+pub struct HookCx<'a> {
+    /// The runtime (store, owned tools, plans).
+    pub rt: &'a Runtime,
+    /// The session the call belongs to.
+    pub session: &'a Session,
+}
 
 /// What one model call will carry, as the hooks shape it.
 #[derive(Debug, Clone, Default)]
@@ -15,12 +35,66 @@ pub struct ModelCall {
     pub notes: Vec<String>,
 }
 
+/// What the model answered, as `after_model_call` hooks see it.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelReply<'a> {
+    /// The assistant's text.
+    pub text: &'a str,
+    /// Names of the tools it asked to call.
+    pub tool_calls: &'a [String],
+}
+
+/// One tool call about to run (or that ran).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolInvocation<'a> {
+    /// The tool.
+    pub spec: &'static ToolSpec,
+    /// Its validated arguments.
+    pub args: &'a Value,
+    /// How the call reached the pipeline.
+    pub via: Via,
+}
+
+/// A `before_model_call` hook failed; the call falls back to the core tools.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{hook}: {message}")]
+pub struct HookError {
+    /// The hook's name.
+    pub hook: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
 /// A lifecycle hook. Every method has a do-nothing default.
 pub trait Hook: Send + Sync {
-    /// A short name for logs.
+    /// A short name for logs and errors.
     fn name(&self) -> &'static str;
-    /// Runs before each model call.
-    fn before_model_call(&self, _rt: &Runtime, _call: &mut ModelCall) {}
+
+    /// Runs before each model call; may change which tools it carries.
+    fn before_model_call(&self, _cx: &HookCx<'_>, _call: &mut ModelCall) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// Runs after each model call.
+    fn after_model_call(&self, _cx: &HookCx<'_>, _reply: &ModelReply<'_>) {}
+
+    /// Runs before each tool call, after its arguments are validated; `Err` refuses the call.
+    fn before_tool_call(
+        &self,
+        _cx: &HookCx<'_>,
+        _call: &ToolInvocation<'_>,
+    ) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// Runs after each tool call that passed `before_tool_call`.
+    fn after_tool_call(
+        &self,
+        _cx: &HookCx<'_>,
+        _call: &ToolInvocation<'_>,
+        _outcome: &Result<Value, CallError>,
+    ) {
+    }
 }
 
 /// Applies the visibility plan before every model call, and fails closed: if the plan cannot be
@@ -34,6 +108,11 @@ impl ToolsetFilter {
     /// A filter for this platform or explicit toolsets.
     pub fn new(selection: Selection) -> Self {
         ToolsetFilter { selection }
+    }
+
+    /// The selection this filter applies.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
     }
 
     /// The plan this filter applies, or the core-only plan with the reason it fell back.
@@ -56,10 +135,140 @@ impl Hook for ToolsetFilter {
         "toolset_filter"
     }
 
-    fn before_model_call(&self, rt: &Runtime, call: &mut ModelCall) {
-        let (plan, note) = self.apply(rt);
+    fn before_model_call(&self, cx: &HookCx<'_>, call: &mut ModelCall) -> Result<(), HookError> {
+        let (plan, note) = self.apply(cx.rt);
         call.tools = plan.visible;
         call.notes.extend(note);
+        Ok(())
+    }
+}
+
+/// Runs the policies (gateway-wide and board) on every tool call.
+pub struct PolicyHook {
+    policies: Vec<Box<dyn Policy>>,
+}
+
+impl PolicyHook {
+    /// A hook over these policies, checked in order.
+    pub fn new(policies: Vec<Box<dyn Policy>>) -> Self {
+        PolicyHook { policies }
+    }
+}
+
+impl Hook for PolicyHook {
+    fn name(&self) -> &'static str {
+        "policy"
+    }
+
+    fn before_tool_call(
+        &self,
+        _cx: &HookCx<'_>,
+        call: &ToolInvocation<'_>,
+    ) -> Result<(), ToolError> {
+        for p in &self.policies {
+            p.check(call.spec, call.args)
+                .map_err(|r| ToolError::PolicyRefused {
+                    tool: call.spec.name.into(),
+                    rule: r.rule,
+                    detail: r.detail,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// Tools that stay usable in plan mode although their effect is not `read`: the ones that shape
+/// and leave the plan, and `tool_call`, whose inner call is checked on its own.
+const PLAN_MODE_ALLOWED: &[&str] = &["plan_update", "exit_plan_mode", "todo_write", "tool_call"];
+
+fn allowed_in_plan_mode(spec: &ToolSpec) -> bool {
+    spec.effect == Effect::Read || PLAN_MODE_ALLOWED.contains(&spec.name)
+}
+
+/// Plan mode: between `plan_update` and an accepted `exit_plan_mode`, the model sees and may run
+/// only read-only tools (plus the plan tools).
+pub struct PlanModeHook;
+
+impl PlanModeHook {
+    fn planning(cx: &HookCx<'_>) -> Result<bool, String> {
+        cx.rt
+            .store()
+            .and_then(|s| s.in_plan_mode(&cx.session.id))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Hook for PlanModeHook {
+    fn name(&self) -> &'static str {
+        "plan_mode"
+    }
+
+    fn before_model_call(&self, cx: &HookCx<'_>, call: &mut ModelCall) -> Result<(), HookError> {
+        let planning = Self::planning(cx).map_err(|message| HookError {
+            hook: self.name(),
+            message,
+        })?;
+        if planning {
+            call.tools.retain(|t| allowed_in_plan_mode(&t.spec));
+        }
+        Ok(())
+    }
+
+    fn before_tool_call(
+        &self,
+        cx: &HookCx<'_>,
+        call: &ToolInvocation<'_>,
+    ) -> Result<(), ToolError> {
+        if allowed_in_plan_mode(call.spec) {
+            return Ok(());
+        }
+        let refuse = |detail: String| ToolError::PolicyRefused {
+            tool: call.spec.name.into(),
+            rule: "plan_mode".into(),
+            detail,
+        };
+        match Self::planning(cx) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(refuse(
+                "the session is in plan mode: only read-only tools run until the plan is accepted with exit_plan_mode".into(),
+            )),
+            Err(e) => Err(refuse(format!("plan state unreadable ({e}); refusing to be safe"))),
+        }
+    }
+}
+
+/// Asks the approver before a destructive tool runs. Last in the order, so nobody is asked about
+/// a call that policy would refuse anyway.
+pub struct ApprovalHook {
+    approver: Box<dyn Approver>,
+}
+
+impl ApprovalHook {
+    /// A hook that asks `approver`.
+    pub fn new(approver: Box<dyn Approver>) -> Self {
+        ApprovalHook { approver }
+    }
+}
+
+impl Hook for ApprovalHook {
+    fn name(&self) -> &'static str {
+        "approval"
+    }
+
+    fn before_tool_call(
+        &self,
+        _cx: &HookCx<'_>,
+        call: &ToolInvocation<'_>,
+    ) -> Result<(), ToolError> {
+        if call.spec.effect != Effect::Destructive {
+            return Ok(());
+        }
+        self.approver
+            .approve(call.spec, call.args)
+            .map_err(|detail| ToolError::ApprovalDenied {
+                tool: call.spec.name.into(),
+                detail,
+            })
     }
 }
 
@@ -68,16 +277,22 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::runtime::RuntimeOptions;
+    use crate::store::Store;
 
     fn runtime(config: Config) -> Runtime {
-        Runtime::new(RuntimeOptions::new(config)).unwrap()
+        Runtime::new(RuntimeOptions::new(config))
+            .unwrap()
+            .with_store(Store::in_memory().unwrap())
+    }
+
+    fn session() -> Session {
+        Session::new("h1", "cli")
     }
 
     #[test]
     fn the_filter_applies_the_platform_plan() {
         let rt = runtime(Config::default());
-        let mut call = ModelCall::default();
-        ToolsetFilter::new(Selection::Platform("gateway".into())).before_model_call(&rt, &mut call);
+        let call = rt.model_call(&session());
         let expected = rt
             .plan(&Selection::Platform("gateway".into()))
             .unwrap()
@@ -97,8 +312,7 @@ mod tests {
             .platforms
             .insert("gateway".into(), vec!["no_such_toolset".into()]);
         let rt = runtime(config);
-        let mut call = ModelCall::default();
-        ToolsetFilter::new(Selection::Platform("gateway".into())).before_model_call(&rt, &mut call);
+        let call = rt.model_call(&session());
         assert!(!call.tools.is_empty());
         assert!(
             call.tools.iter().all(|t| t.spec.toolset == "core"),
@@ -106,5 +320,19 @@ mod tests {
         );
         assert_eq!(call.notes.len(), 1);
         assert!(call.notes[0].contains("no_such_toolset"));
+    }
+
+    #[test]
+    fn plan_mode_narrows_the_model_call_to_read_only_and_plan_tools() {
+        let rt = runtime(Config::default());
+        let s = session();
+        rt.store()
+            .unwrap()
+            .save_plan(&s.id, &["look".into()], None, None)
+            .unwrap();
+        let call = rt.model_call(&s);
+        assert!(call.tools.iter().all(|t| allowed_in_plan_mode(&t.spec)));
+        assert!(call.tools.iter().any(|t| t.spec.name == "exit_plan_mode"));
+        assert!(!call.tools.iter().any(|t| t.spec.name == "send_message"));
     }
 }

@@ -184,8 +184,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn runtime(config: Config, profile: &ProfileArg, yes: bool) -> anyhow::Result<Runtime> {
+    runtime_for(config, profile, yes, None)
+}
+
+fn runtime_for(
+    config: Config,
+    profile: &ProfileArg,
+    yes: bool,
+    selection: Option<Selection>,
+) -> anyhow::Result<Runtime> {
     let mut opts = RuntimeOptions::new(config);
     opts.profile = profile.profile.clone();
+    opts.selection = selection;
     opts.approver = if yes {
         Box::new(AutoApprove)
     } else if std::io::stdin().is_terminal() {
@@ -313,16 +323,16 @@ fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
             select,
             format,
         } => {
-            let rt = runtime(config, &profile, false)?;
             let sel = select
                 .selection()
-                .unwrap_or_else(|| Selection::Platform(default_platform(rt.config())));
-            let filter = covo::hooks::ToolsetFilter::new(sel);
-            let (plan, note) = filter.apply(&rt);
-            if let Some(note) = note {
+                .unwrap_or_else(|| Selection::Platform(default_platform(&config)));
+            let rt = runtime_for(config, &profile, false, Some(sel))?;
+            // Exactly what the hooks give the next model call of the CLI session.
+            let call = rt.model_call(&Session::new("cli", "cli"));
+            for note in &call.notes {
                 eprintln!("covo: {note}");
             }
-            writeln!(out, "{}", render(&plan.visible, format))?;
+            writeln!(out, "{}", render(&call.tools, format))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -7,6 +7,10 @@ use crate::config::Config;
 use crate::discovery::SearchIndex;
 use crate::error::{ArgProblem, CallError, ToolError};
 use crate::exec::{Cx, Session};
+use crate::hooks::{
+    ApprovalHook, Hook, HookCx, ModelCall, ModelReply, PlanModeHook, PolicyHook, ToolInvocation,
+    ToolsetFilter,
+};
 use crate::plan::{self, Plan, Selection};
 use crate::profile::{self, Owned, ProfileError};
 use crate::spec::{Availability, Effect, Exec, ToolDef, ToolSpec};
@@ -132,6 +136,12 @@ pub struct RuntimeOptions {
     pub user_io: Box<dyn UserIo>,
     /// The model, for tools that can use one.
     pub summarizer: Option<Box<dyn Summarizer>>,
+    /// Which toolsets the model sees (default: the configured platform, else `gateway`).
+    pub selection: Option<Selection>,
+    /// Extra policies (the board policy), checked after the gateway-wide ones.
+    pub policies: Vec<Box<dyn Policy>>,
+    /// Extra hooks, run after the built-in ones and before approval.
+    pub hooks: Vec<Box<dyn Hook>>,
 }
 
 impl RuntimeOptions {
@@ -144,6 +154,9 @@ impl RuntimeOptions {
             approver: Box::new(NoApprover),
             user_io: Box::new(crate::user_io::Terminal),
             summarizer: None,
+            selection: None,
+            policies: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 }
@@ -166,8 +179,7 @@ pub struct Runtime {
     toolsets: Toolsets,
     home: PathBuf,
     store: OnceLock<Store>,
-    policies: Vec<Box<dyn Policy>>,
-    approver: Box<dyn Approver>,
+    hooks: Vec<Box<dyn Hook>>,
     user_io: Box<dyn UserIo>,
     summarizer: Option<Box<dyn Summarizer>>,
     validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
@@ -193,6 +205,22 @@ impl Runtime {
         if opts.config.policy.read_only {
             policies.push(Box::new(ReadOnly));
         }
+        policies.extend(opts.policies);
+        let selection = opts.selection.unwrap_or_else(|| {
+            Selection::Platform(
+                opts.config
+                    .platform
+                    .clone()
+                    .unwrap_or_else(|| "gateway".into()),
+            )
+        });
+        let mut hooks: Vec<Box<dyn Hook>> = vec![
+            Box::new(ToolsetFilter::new(selection)),
+            Box::new(PolicyHook::new(policies)),
+            Box::new(PlanModeHook),
+        ];
+        hooks.extend(opts.hooks);
+        hooks.push(Box::new(ApprovalHook::new(opts.approver)));
         let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
         Ok(Runtime {
             config: opts.config,
@@ -200,18 +228,12 @@ impl Runtime {
             toolsets,
             home,
             store: OnceLock::new(),
-            policies,
-            approver: opts.approver,
+            hooks,
             user_io: opts.user_io,
             summarizer: opts.summarizer,
             validators: Mutex::new(HashMap::new()),
             search: OnceLock::new(),
         })
-    }
-
-    /// Adds a policy; every later call passes through it.
-    pub fn add_policy(&mut self, p: Box<dyn Policy>) {
-        self.policies.push(p);
     }
 
     /// Uses this store instead of opening `$COVO_HOME/covo.db` (tests, benches).
@@ -275,6 +297,31 @@ impl Runtime {
     /// The fail-closed plan: owned, available core tools.
     pub fn core_plan(&self) -> Plan {
         plan::core_only(&self.owned, &|t| self.availability(t))
+    }
+
+    /// Runs the `before_model_call` hooks in order and returns what the next model call carries.
+    /// A failing hook resets the tools to the core plan (fail closed); later hooks still run.
+    pub fn model_call(&self, session: &Session) -> ModelCall {
+        let cx = HookCx { rt: self, session };
+        let mut call = ModelCall::default();
+        for h in &self.hooks {
+            if let Err(e) = h.before_model_call(&cx, &mut call) {
+                tracing::warn!(hook = h.name(), error = %e, "before_model_call failed; core tools only");
+                let core = self.core_plan().visible;
+                call.tools
+                    .retain(|t| core.iter().any(|c| c.spec.name == t.spec.name));
+                call.notes.push(format!("hook failed closed: {e}"));
+            }
+        }
+        call
+    }
+
+    /// Runs the `after_model_call` hooks.
+    pub fn after_model_call(&self, session: &Session, reply: &ModelReply<'_>) {
+        let cx = HookCx { rt: self, session };
+        for h in &self.hooks {
+            h.after_model_call(&cx, reply);
+        }
     }
 
     /// The search index over the owned tools, built on first use.
@@ -385,20 +432,14 @@ impl Runtime {
             })?,
         };
         self.validate(spec, &args)?;
-        for p in &self.policies {
-            p.check(spec, &args).map_err(|r| ToolError::PolicyRefused {
-                tool: name.into(),
-                rule: r.rule,
-                detail: r.detail,
-            })?;
-        }
-        if spec.effect == Effect::Destructive {
-            self.approver
-                .approve(spec, &args)
-                .map_err(|detail| ToolError::ApprovalDenied {
-                    tool: name.into(),
-                    detail,
-                })?;
+        let hook_cx = HookCx { rt: self, session };
+        let invocation = ToolInvocation {
+            spec,
+            args: &args,
+            via,
+        };
+        for h in &self.hooks {
+            h.before_tool_call(&hook_cx, &invocation)?;
         }
         let cx = Cx {
             rt: self,
@@ -407,7 +448,11 @@ impl Runtime {
             via,
             depth,
         };
-        exec(&cx, args)
+        let outcome = exec(&cx, args.clone());
+        for h in &self.hooks {
+            h.after_tool_call(&hook_cx, &invocation, &outcome);
+        }
+        outcome
     }
 
     /// The owned tool called `name`, or the structured error that explains why there is none.

@@ -301,3 +301,57 @@ fn every_call_is_audited_with_its_path() {
         ]
     );
 }
+
+/// Answers every question with a fixed word.
+struct Answers(&'static str);
+
+impl covo::runtime::UserIo for Answers {
+    fn send(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn ask(&self, _: &str, _: &[String]) -> Option<String> {
+        Some(self.0.to_string())
+    }
+    fn channels(&self) -> Vec<(String, bool)> {
+        vec![("cli".into(), true)]
+    }
+}
+
+#[test]
+fn plan_mode_refuses_writes_on_every_path_until_the_plan_is_accepted() {
+    let mut opts = RuntimeOptions::new(Config::default());
+    opts.user_io = Box::new(Answers("accept"));
+    let rt = Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap());
+    let s = session();
+    rt.call(
+        &s,
+        Via::Direct,
+        "plan_update",
+        json!({"steps": ["note the vent position"]}),
+    )
+    .unwrap();
+    let store_it = json!({"text": "vent sticks"});
+    let e = respond(rt.call(&s, Via::Direct, "memory_store", store_it.clone()));
+    assert!(
+        matches!(&e, ToolError::PolicyRefused { rule, .. } if rule == "plan_mode"),
+        "{e:?}"
+    );
+    let e = respond(rt.call(
+        &s,
+        Via::Direct,
+        "tool_call",
+        json!({"name": "memory_store", "arguments": store_it.clone()}),
+    ));
+    assert!(
+        matches!(&e, ToolError::PolicyRefused { rule, .. } if rule == "plan_mode"),
+        "{e:?}"
+    );
+    // Reads still work while planning.
+    rt.call(&s, Via::Direct, "memory_recall", json!({"query": "vent"}))
+        .unwrap();
+    rt.call(&s, Via::Direct, "exit_plan_mode", json!({}))
+        .unwrap();
+    rt.call(&s, Via::Direct, "memory_store", store_it).unwrap();
+}
