@@ -70,6 +70,40 @@ pub struct FsConfig {
     pub roots: Vec<PathBuf>,
 }
 
+/// The model provider. Environment variables override every field (see `llm::Provider`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// `openai` (any OpenAI-compatible server) or `anthropic`.
+    pub provider: Option<crate::llm::ProviderKind>,
+    /// Base URL, e.g. `http://localhost:11434/v1` for Ollama.
+    pub base_url: Option<String>,
+    /// Model name; without one, covo runs with no model.
+    pub model: Option<String>,
+    /// API key (prefer the environment).
+    pub api_key: Option<String>,
+    /// Whole-request timeout in seconds (default 120).
+    pub timeout_secs: Option<u64>,
+    /// Retries on 429/5xx and connection errors (default 3).
+    pub max_retries: Option<u32>,
+    /// First retry backoff in milliseconds (default 500), doubled per retry.
+    pub retry_base_ms: Option<u64>,
+    /// Output token limit per call (default 4096).
+    pub max_tokens: Option<u32>,
+}
+
+/// The agent loop.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model calls allowed per user turn (default 16).
+    pub max_steps: Option<usize>,
+    /// Replaces the built-in system prompt.
+    pub system_prompt: Option<String>,
+    /// How often due schedules are checked, in seconds (default 15).
+    pub schedule_poll_secs: Option<u64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +129,12 @@ pub struct Config {
     /// The file tools' sandbox.
     #[serde(default)]
     pub fs: FsConfig,
+    /// The model provider.
+    #[serde(default)]
+    pub llm: LlmConfig,
+    /// The agent loop.
+    #[serde(default)]
+    pub agent: AgentConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

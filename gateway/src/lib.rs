@@ -1,6 +1,8 @@
 //! covo: an LLM agent gateway for Linux boards.
 //!
 //! # Layout
+//! - `agent`: the turn state machine (`agent::core`), its I/O driver, schedules.
+//! - `llm`: OpenAI-compatible and Anthropic providers with streaming, retries and errors.
 //! - `spec`: the data-only description of a tool (`ToolSpec`) and its executor (`ToolDef`).
 //! - `tools`: every built-in tool, one module per basic toolset, spec and executor side by side.
 //! - `profile`: profile pruning, done once: which tools the agent owns.
@@ -17,11 +19,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod hooks;
+pub mod llm;
 pub mod plan;
 pub mod profile;
 pub mod runtime;

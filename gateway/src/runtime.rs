@@ -33,6 +33,8 @@ pub enum Via {
     Mqtt,
     /// From another gateway or the peer.
     Remote,
+    /// From a scheduled job.
+    Schedule,
 }
 
 impl Via {
@@ -42,6 +44,7 @@ impl Via {
             Via::ToolCall => "tool_call",
             Via::Mqtt => "mqtt",
             Via::Remote => "remote",
+            Via::Schedule => "schedule",
         }
     }
 }

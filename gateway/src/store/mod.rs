@@ -13,12 +13,14 @@ pub mod memory;
 pub mod productivity;
 pub mod schedules;
 pub mod session;
+pub mod usage;
 
 pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, Turn};
 pub use memory::{Memory, MemoryHit};
 pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
 pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
+pub use usage::TurnUsage;
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +65,8 @@ const MIGRATIONS: &[&str] = &[
     productivity::MIGRATION,
     // 6: scheduled jobs.
     schedules::MIGRATION,
+    // 7: token usage per turn.
+    usage::MIGRATION,
 ];
 
 /// The gateway's database.

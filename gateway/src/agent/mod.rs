@@ -1,0 +1,358 @@
+//! The agent loop: a user message → model call → tool calls → results → model … → final answer.
+//!
+//! `core::Turn` decides what happens next and never touches a socket; `Agent::turn` is the I/O
+//! loop that drives it: it runs the hooks, calls the model (streaming text to an `Observer`), runs
+//! tools through the one dispatch pipeline, persists the conversation, and honours cancellation.
+
+pub mod core;
+pub mod scheduler;
+pub mod textcalls;
+
+use crate::error::{CallError, ToolError};
+use crate::exec::Session;
+use crate::hooks::ModelReply;
+use crate::llm::{ChatModel, ChatRequest, Message, ToolCall, Usage};
+use crate::runtime::{Runtime, Via};
+use crate::spec::Effect;
+pub use core::{Action, Outcome, ToolResult, Turn};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The built-in system prompt.
+pub const SYSTEM_PROMPT: &str = "You are covo, an assistant running on a Linux board that acts as a \
+gateway to sensors, pins, buses and attached devices. Use the tools you are given. If you need a tool \
+you were not shown, find it with tool_search and run it with tool_call. A tool error comes back as JSON \
+with a kind and a message: fix the call and retry, or explain the problem. Answer briefly, with units.";
+
+/// Tool results longer than this are cut, with a note, to protect the context window.
+pub const MAX_RESULT_BYTES: usize = 16 * 1024;
+
+/// Model calls per user turn unless configured.
+pub const DEFAULT_MAX_STEPS: usize = 16;
+
+/// What the driver reports as the turn runs. Every method has a do-nothing default.
+pub trait Observer: Send {
+    /// Streamed answer text.
+    fn on_text(&mut self, _delta: &str) {}
+    /// A tool call is about to run.
+    fn on_tool_call(&mut self, _call: &ToolCall) {}
+    /// A tool call finished.
+    fn on_tool_result(&mut self, _call: &ToolCall, _result: &ToolResult) {}
+    /// Hooks noted something (e.g. the filter failed closed).
+    fn on_note(&mut self, _note: &str) {}
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// How one turn went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnReport {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Tokens used over all its model calls.
+    pub usage: Usage,
+    /// Model calls made.
+    pub steps: usize,
+    /// Tool calls run.
+    pub tool_calls: usize,
+}
+
+/// A conversation with the model, on one session.
+pub struct Agent {
+    rt: Arc<Runtime>,
+    model: Option<Arc<dyn ChatModel>>,
+    session: Session,
+    history: Vec<Message>,
+    system: String,
+    max_steps: usize,
+    persist: bool,
+}
+
+impl Agent {
+    /// An agent on `session`. Without a model, turns fail with a message that says how to set one.
+    pub fn new(rt: Arc<Runtime>, model: Option<Arc<dyn ChatModel>>, session: Session) -> Agent {
+        let cfg = &rt.config().agent;
+        let system = cfg
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
+        let max_steps = cfg.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        Agent {
+            rt,
+            model,
+            session,
+            history: Vec::new(),
+            system,
+            max_steps,
+            persist: true,
+        }
+    }
+
+    /// Turns off writing turns to the store (benchmarks of the loop itself).
+    pub fn without_persistence(mut self) -> Self {
+        self.persist = false;
+        self
+    }
+
+    /// The session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// The model, if one is configured.
+    pub fn model(&self) -> Option<&Arc<dyn ChatModel>> {
+        self.model.as_ref()
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Starts a new conversation on a new session id.
+    pub fn reset(&mut self, session: Session) {
+        self.session = session;
+        self.history.clear();
+    }
+
+    fn persist(&self, role: &str, content: &str) {
+        if !self.persist || content.is_empty() {
+            return;
+        }
+        let r = self
+            .rt
+            .store()
+            .and_then(|s| s.append_turn(&self.session.id, role, content));
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "could not store the turn");
+        }
+    }
+
+    /// Runs one user turn to its end: an answer, the step budget, cancellation or a failure.
+    pub async fn turn(
+        &mut self,
+        user: &str,
+        cancel: &CancellationToken,
+        obs: &mut dyn Observer,
+    ) -> TurnReport {
+        let mut usage = Usage::default();
+        let mut tool_calls = 0;
+        let mut turn = Turn::new(self.max_steps);
+        self.persist("user", user);
+        let Some(model) = self.model.clone() else {
+            self.history.push(Message::User(user.to_string()));
+            return TurnReport {
+                outcome: Outcome::Failed(NO_MODEL.into()),
+                usage,
+                steps: 0,
+                tool_calls,
+            };
+        };
+        let mut action = turn.start(&mut self.history, user);
+        loop {
+            action = match action {
+                Action::CallModel => {
+                    let call = self.rt.model_call(&self.session);
+                    for n in &call.notes {
+                        obs.on_note(n);
+                    }
+                    let result = {
+                        let req = ChatRequest {
+                            system: &self.system,
+                            messages: &self.history,
+                            tools: &call.tools,
+                        };
+                        let mut on_text = |t: &str| obs.on_text(t);
+                        tokio::select! {
+                            r = model.chat(req, &mut on_text) => Some(r),
+                            _ = cancel.cancelled() => None,
+                        }
+                    };
+                    match result {
+                        None => turn.cancel(&mut self.history),
+                        Some(Err(e)) => turn.on_model_error(e.to_string()),
+                        Some(Ok(resp)) => {
+                            usage += resp.usage;
+                            let names: Vec<String> =
+                                resp.tool_calls.iter().map(|c| c.name.clone()).collect();
+                            self.rt.after_model_call(
+                                &self.session,
+                                &ModelReply {
+                                    text: &resp.text,
+                                    tool_calls: &names,
+                                },
+                            );
+                            let next = turn.on_model_response(&mut self.history, resp);
+                            if let Some(Message::Assistant { text, tool_calls }) =
+                                self.history.last()
+                            {
+                                self.persist("assistant", &assistant_record(text, tool_calls));
+                            }
+                            next
+                        }
+                    }
+                }
+                Action::RunTools(calls) => {
+                    tool_calls += calls.len();
+                    for c in &calls {
+                        obs.on_tool_call(c);
+                    }
+                    let ran = tokio::select! {
+                        r = self.run_tools(&calls) => Some(r),
+                        _ = cancel.cancelled() => None,
+                    };
+                    match ran {
+                        None => turn.cancel(&mut self.history),
+                        Some((results, fatal)) => {
+                            for (c, r) in calls.iter().zip(&results) {
+                                obs.on_tool_result(c, r);
+                                self.persist("tool", &format!("{}: {}", c.name, r.content));
+                            }
+                            match fatal {
+                                Some(msg) => turn.on_fatal(&mut self.history, results, msg),
+                                None => turn.on_tool_results(&mut self.history, results),
+                            }
+                        }
+                    }
+                }
+                Action::Finish(outcome) => {
+                    let steps = turn.steps();
+                    if self.persist {
+                        let model_name = model.describe();
+                        if let Err(e) = self.rt.store().and_then(|s| {
+                            s.record_usage(&self.session.id, &model_name, steps, usage)
+                        }) {
+                            tracing::warn!(error = %e, "could not record usage");
+                        }
+                    }
+                    return TurnReport {
+                        outcome,
+                        usage,
+                        steps,
+                        tool_calls,
+                    };
+                }
+            };
+        }
+    }
+
+    /// Runs the calls of one model response: consecutive `read` calls concurrently, everything
+    /// else one at a time in order. Results come back in call order; a fatal error stops the rest.
+    async fn run_tools(&self, calls: &[ToolCall]) -> (Vec<ToolResult>, Option<String>) {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < calls.len() {
+            let read = |c: &ToolCall| {
+                self.rt
+                    .owned()
+                    .get(&c.name)
+                    .is_some_and(|d| d.spec.effect == Effect::Read)
+            };
+            let end = if read(&calls[i]) {
+                i + calls[i..].iter().take_while(|c| read(c)).count()
+            } else {
+                i + 1
+            };
+            let batch: Vec<_> = calls[i..end]
+                .iter()
+                .map(|c| {
+                    let rt = self.rt.clone();
+                    let session = self.session.clone();
+                    let c = c.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let out = dispatch(&rt, &session, &c);
+                        (c.id, out)
+                    })
+                })
+                .collect();
+            for joined in futures_util::future::join_all(batch).await {
+                let (id, out) = match joined {
+                    Ok(x) => x,
+                    Err(e) => return (results, Some(format!("a tool task failed: {e}"))),
+                };
+                match out {
+                    Ok(content) => results.push(ToolResult {
+                        call_id: id,
+                        content: cap(content),
+                        is_error: false,
+                    }),
+                    Err(CallError::Respond(e)) => results.push(ToolResult {
+                        call_id: id,
+                        content: e.to_json().to_string(),
+                        is_error: true,
+                    }),
+                    Err(CallError::Fatal(e)) => return (results, Some(e.to_string())),
+                }
+            }
+            i = end;
+        }
+        (results, None)
+    }
+}
+
+/// What a turn says when no model is configured.
+pub const NO_MODEL: &str = "no model is configured, so there is nobody to answer. Set one, for example:\n\
+  Ollama:    COVO_LLM_BASE_URL=http://localhost:11434/v1 COVO_LLM_MODEL=qwen2.5:7b\n\
+  OpenAI:    OPENAI_API_KEY=sk-... COVO_LLM_MODEL=gpt-4o-mini\n\
+  Anthropic: COVO_LLM_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-... COVO_LLM_MODEL=claude-sonnet-4-5\n\
+or put them under [llm] in covo.toml. Slash commands (/tools, /search, /describe, /call) work without a model.";
+
+fn dispatch(rt: &Runtime, session: &Session, c: &ToolCall) -> Result<String, CallError> {
+    if c.name.is_empty() {
+        return Err(ToolError::MalformedJson {
+            tool: String::new(),
+            detail: format!("could not read a tool call from: {}", c.arguments),
+        }
+        .into());
+    }
+    rt.call_raw(session, Via::Direct, &c.name, &c.arguments)
+        .map(|v| v.to_string())
+}
+
+fn cap(mut content: String) -> String {
+    if content.len() <= MAX_RESULT_BYTES {
+        return content;
+    }
+    let mut cut = MAX_RESULT_BYTES;
+    while !content.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let total = content.len();
+    content.truncate(cut);
+    format!("{content}… [truncated: {total} bytes in all; ask for less]")
+}
+
+fn assistant_record(text: &str, calls: &[ToolCall]) -> String {
+    let mut s = text.to_string();
+    for c in calls {
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&format!("[tool call] {} {}", c.name, c.arguments));
+    }
+    s
+}
+
+/// A session id for a new conversation, registered in the store.
+pub fn new_session(rt: &Runtime, channel: &str, title: &str) -> Session {
+    match rt.store().and_then(|s| s.create_conversation(title)) {
+        Ok(id) => Session::new(id, channel),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not create a conversation; using a transient id");
+            Session::new(format!("transient-{}", std::process::id()), channel)
+        }
+    }
+}
+
+/// The JSON a tool result carried, for display.
+pub fn result_json(r: &ToolResult) -> Value {
+    serde_json::from_str(&r.content).unwrap_or_else(|_| Value::String(r.content.clone()))
+}
