@@ -1,1 +1,3 @@
-//! Shared helpers for covo end-to-end tests (the scripted LLM server and broker harness land with the agent and MQTT issues).
+//! Shared helpers for covo end-to-end tests: the scripted LLM server (the broker harness lands with the MQTT issue).
+
+pub mod llm_server;
