@@ -30,8 +30,29 @@ struct Cli {
     command: Command,
 }
 
+mod cli {
+    pub mod chat;
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Chat with the agent in the terminal (or send one message with -m).
+    Chat {
+        /// Send this one message, print the final answer and exit.
+        #[arg(short, long, value_name = "TEXT")]
+        message: Option<String>,
+        #[command(flatten)]
+        profile: ProfileArg,
+        /// The platform whose default toolsets the model sees (default: config, else gateway).
+        #[arg(long, value_name = "X")]
+        platform: Option<String>,
+        /// Approve destructive tools without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Continue this conversation id.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
     /// Inspect and call tools.
     #[command(subcommand)]
     Tools(ToolsCmd),
@@ -178,6 +199,17 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = Config::load(cli.config.as_deref()).map_err(usage)?;
     match cli.command {
+        Command::Chat {
+            message,
+            profile,
+            platform,
+            yes,
+            session,
+        } => {
+            let selection = platform.map(Selection::Platform);
+            let rt = runtime_for(config, &profile, yes, selection)?;
+            cli::chat::run(rt, cli::chat::ChatOptions { message, session })
+        }
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
     }

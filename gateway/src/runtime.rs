@@ -469,12 +469,25 @@ impl Runtime {
                 profile: self.owned.profile.clone(),
             });
         }
-        let did_you_mean = self
+        // Typos first (edit distance over owned names), then tools whose purpose matches.
+        let mut scored: Vec<(f64, &str)> = self
+            .owned
+            .tools
+            .iter()
+            .map(|t| (strsim::jaro_winkler(name, t.spec.name), t.spec.name))
+            .filter(|(score, _)| *score >= 0.85)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut did_you_mean: Vec<String> =
+            scored.iter().take(3).map(|(_, n)| n.to_string()).collect();
+        for h in self
             .search_index()
             .search(&name.replace(['_', '-'], " "), 3)
-            .into_iter()
-            .map(|h| h.tool.spec.name.to_string())
-            .collect();
+        {
+            if did_you_mean.len() < 3 && !did_you_mean.iter().any(|n| n == h.tool.spec.name) {
+                did_you_mean.push(h.tool.spec.name.to_string());
+            }
+        }
         Err(ToolError::UnknownTool {
             tool: name.into(),
             did_you_mean,

@@ -234,9 +234,8 @@ mod tests {
         let mut calls_made = 0;
         while a == Action::CallModel {
             calls_made += 1;
-            a = t.on_model_response(&mut h, calls(&["x"]));
-            a = t.on_tool_results(&mut h, vec![ok("c0")]).clone();
-            let _ = &a;
+            assert!(matches!(t.on_model_response(&mut h, calls(&["x"])), Action::RunTools(_)));
+            a = t.on_tool_results(&mut h, vec![ok("c0")]);
         }
         assert_eq!(calls_made, 3);
         assert_eq!(a, Action::Finish(Outcome::StepBudget { steps: 3 }));

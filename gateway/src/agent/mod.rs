@@ -299,11 +299,13 @@ impl Agent {
 }
 
 /// What a turn says when no model is configured.
-pub const NO_MODEL: &str = "no model is configured, so there is nobody to answer. Set one, for example:\n\
-  Ollama:    COVO_LLM_BASE_URL=http://localhost:11434/v1 COVO_LLM_MODEL=qwen2.5:7b\n\
-  OpenAI:    OPENAI_API_KEY=sk-... COVO_LLM_MODEL=gpt-4o-mini\n\
-  Anthropic: COVO_LLM_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-... COVO_LLM_MODEL=claude-sonnet-4-5\n\
-or put them under [llm] in covo.toml. Slash commands (/tools, /search, /describe, /call) work without a model.";
+pub const NO_MODEL: &str = concat!(
+    "no model is configured, so there is nobody to answer. Set one, for example:\n",
+    "  Ollama:    COVO_LLM_BASE_URL=http://localhost:11434/v1 COVO_LLM_MODEL=qwen2.5:7b\n",
+    "  OpenAI:    OPENAI_API_KEY=sk-... COVO_LLM_MODEL=gpt-4o-mini\n",
+    "  Anthropic: COVO_LLM_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-... COVO_LLM_MODEL=claude-sonnet-4-5\n",
+    "or put them under [llm] in covo.toml. Slash commands (/tools, /search, /describe, /call) work without a model."
+);
 
 fn dispatch(rt: &Runtime, session: &Session, c: &ToolCall) -> Result<String, CallError> {
     if c.name.is_empty() {

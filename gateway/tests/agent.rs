@@ -1,0 +1,455 @@
+//! The agent loop against the scripted LLM server over real HTTP on 127.0.0.1: full turns,
+//! bad tool calls, the tools payload per request, the step budget, cancellation, retries,
+//! streaming, and no-model mode — for both wire formats where the format matters.
+
+use covo::agent::{Agent, Observer, Outcome, ToolResult, NO_MODEL};
+use covo::config::Config;
+use covo::exec::Session;
+use covo::llm::{ChatModel, HttpModel, LlmError, Provider, ProviderKind, ToolCall};
+use covo::plan::{render, Format};
+use covo::runtime::{Runtime, RuntimeOptions};
+use covo::store::Store;
+use covo_tests::llm_server::{Reply, ScriptedLlm};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+fn runtime(profile: &str, config: Config) -> Arc<Runtime> {
+    let mut opts = RuntimeOptions::new(config);
+    opts.profile = Some(profile.into());
+    Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    )
+}
+
+fn provider(srv: &ScriptedLlm, kind: ProviderKind) -> Provider {
+    Provider {
+        kind,
+        base_url: match kind {
+            ProviderKind::Openai => srv.openai_base_url(),
+            ProviderKind::Anthropic => srv.anthropic_base_url(),
+        },
+        model: "scripted".into(),
+        api_key: Some("test-key".into()),
+        timeout: Duration::from_secs(10),
+        max_retries: 3,
+        retry_base: Duration::from_millis(1),
+        max_tokens: 1024,
+    }
+}
+
+fn agent(rt: &Arc<Runtime>, srv: &ScriptedLlm, kind: ProviderKind) -> Agent {
+    let model: Arc<dyn ChatModel> = Arc::new(HttpModel::new(provider(srv, kind)).unwrap());
+    Agent::new(rt.clone(), Some(model), Session::new("t", "cli"))
+}
+
+#[derive(Default)]
+struct Record {
+    text: String,
+    calls: Vec<ToolCall>,
+    results: Vec<ToolResult>,
+}
+
+impl Observer for Record {
+    fn on_text(&mut self, d: &str) {
+        self.text.push_str(d);
+    }
+    fn on_tool_call(&mut self, c: &ToolCall) {
+        self.calls.push(c.clone());
+    }
+    fn on_tool_result(&mut self, _: &ToolCall, r: &ToolResult) {
+        self.results.push(r.clone());
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn turn(a: &mut Agent, msg: &str) -> (covo::agent::TurnReport, Record) {
+    let mut rec = Record::default();
+    let r = block_on(a.turn(msg, &CancellationToken::new(), &mut rec));
+    (r, rec)
+}
+
+/// The tool names a recorded request carried, in either format.
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .or(t["name"].as_str())
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results the request carried back to the model, as JSON.
+fn tool_results(body: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        if m["role"] == "tool" {
+            out.push(serde_json::from_str(m["content"].as_str().unwrap()).unwrap());
+        }
+        if let Some(blocks) = m["content"].as_array() {
+            for b in blocks {
+                if b["type"] == "tool_result" {
+                    out.push(serde_json::from_str(b["content"].as_str().unwrap()).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_full_turn_with_two_tool_calls_ends_in_a_final_answer_in_both_formats() {
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let srv = ScriptedLlm::start(vec![
+            Reply::tool_calls(vec![
+                (
+                    "todo_write",
+                    r#"{"items":[{"content":"check the vent","status":"in_progress"}]}"#,
+                ),
+                ("conversation_search", r#"{"query":"vent"}"#),
+            ]),
+            Reply::text("Your to-do list has one item: check the vent."),
+        ]);
+        let rt = runtime("full", Config::default());
+        let mut a = agent(&rt, &srv, kind);
+        let (r, rec) = turn(&mut a, "what should I do about the vent?");
+        assert_eq!(
+            r.outcome,
+            Outcome::Answer("Your to-do list has one item: check the vent.".into()),
+            "{kind:?}"
+        );
+        assert_eq!(r.steps, 2);
+        assert_eq!(r.tool_calls, 2);
+        assert!(rec.results.iter().all(|x| !x.is_error), "{:?}", rec.results);
+        // The to-do list really was written.
+        assert_eq!(rt.store().unwrap().todos("t").unwrap().len(), 1);
+        // The second request carried both results back.
+        let reqs = srv.requests();
+        assert_eq!(reqs.len(), 2);
+        let results = tool_results(&reqs[1].body);
+        assert_eq!(results.len(), 2, "{kind:?}");
+        assert_eq!(results[0]["counts"]["in_progress"], 1, "{}", results[0]);
+        // Usage is the sum the server reported.
+        let served = srv.usage_total();
+        assert_eq!(r.usage.input_tokens, served.input_tokens);
+        assert_eq!(r.usage.output_tokens, served.output_tokens);
+        // The conversation is persisted, so conversation_search finds it.
+        let turns = rt.store().unwrap().turns("t").unwrap();
+        assert!(turns
+            .iter()
+            .any(|t| t.role == "user" && t.content.contains("vent")));
+        assert!(turns
+            .iter()
+            .any(|t| t.role == "assistant" && t.content.contains("one item")));
+        assert_eq!(rt.store().unwrap().usage("t").unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn bad_tool_calls_come_back_to_the_model_as_structured_errors() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![
+            ("sensor_reed", r#"{"sensor":"climate"}"#),
+            ("memory_recall", r#"{"query": "vent""#),
+            ("memory_recall", r#"{"query": 42}"#),
+            (
+                "tool_call",
+                r#"{"name":"shell_exec","arguments":{"command":"rm -rf /"}}"#,
+            ),
+        ]),
+        Reply::text("Sorry, let me try again."),
+    ]);
+    let rt = runtime("edge", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, rec) = turn(&mut a, "go");
+    assert_eq!(
+        r.outcome,
+        Outcome::Answer("Sorry, let me try again.".into())
+    );
+    assert!(rec.results.iter().all(|x| x.is_error));
+    let results = tool_results(&srv.requests()[1].body);
+    let kinds: Vec<&str> = results
+        .iter()
+        .map(|v| v["error"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "unknown_tool",
+            "malformed_json",
+            "invalid_arguments",
+            "not_in_profile"
+        ]
+    );
+    assert!(results[0]["error"]["did_you_mean"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "sensor_read"));
+    assert_eq!(results[2]["error"]["problems"][0]["path"], "/query");
+}
+
+#[test]
+fn text_embedded_tool_calls_from_small_models_are_run() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::text("<tool_call>{\"name\": \"memory_store\", \"arguments\": {\"text\": \"basil likes sun\"}}</tool_call>"),
+        Reply::text("Noted."),
+    ]);
+    let rt = runtime("full", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, _) = turn(&mut a, "remember basil likes sun");
+    assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
+    let hits = rt.store().unwrap().recall("basil", None, 5).unwrap();
+    assert_eq!(hits.len(), 1);
+}
+
+#[test]
+fn every_request_carries_exactly_the_visibility_plan_even_after_search_and_tool_call() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("tool_search", r#"{"query":"remember a fact"}"#)]),
+        Reply::tool_calls(vec![(
+            "tool_call",
+            r#"{"name":"memory_store","arguments":{"text":"the relay is on GPIO17"}}"#,
+        )]),
+        Reply::text("Stored."),
+    ]);
+    let rt = runtime("full", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, rec) = turn(&mut a, "remember that the relay is on GPIO17");
+    assert_eq!(r.outcome, Outcome::Answer("Stored.".into()));
+    let expected = rt.model_call(&Session::new("t", "cli")).tools;
+    let expected_names: Vec<String> = expected.iter().map(|t| t.spec.name.to_string()).collect();
+    let expected_payload = render(&expected, Format::Openai);
+    for (i, req) in srv.requests().iter().enumerate() {
+        assert_eq!(tool_names(&req.body), expected_names, "request {i}");
+        assert_eq!(
+            req.body["tools"], expected_payload,
+            "request {i} payload bytes"
+        );
+    }
+    assert!(
+        !expected_names.contains(&"memory_store".to_string()),
+        "memory_store is not visible on gateway"
+    );
+    let found = &rec.results[0].content;
+    assert!(found.contains("memory_store"), "{found}");
+    assert_eq!(
+        rt.store().unwrap().recall("relay", None, 5).unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn the_step_budget_ends_a_turn_that_never_answers() {
+    let mut config = Config::default();
+    config.agent.max_steps = Some(3);
+    let script = (0..5)
+        .map(|_| Reply::tool_calls(vec![("todo_read", "{}")]))
+        .collect();
+    let srv = ScriptedLlm::start(script);
+    let rt = runtime("full", config);
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, _) = turn(&mut a, "loop forever");
+    assert_eq!(r.outcome, Outcome::StepBudget { steps: 3 });
+    assert_eq!(srv.requests().len(), 3);
+    assert_eq!(srv.remaining(), 2);
+}
+
+#[test]
+fn cancellation_stops_the_current_turn_and_the_next_turn_works() {
+    let srv = ScriptedLlm::start(vec![Reply::hang(), Reply::text("fresh answer")]);
+    let rt = runtime("full", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let token = CancellationToken::new();
+    let t2 = token.clone();
+    let started = Instant::now();
+    let r = block_on(async {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            t2.cancel();
+        });
+        a.turn("wait", &token, &mut Record::default()).await
+    });
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (r, _) = turn(&mut a, "again");
+    assert_eq!(r.outcome, Outcome::Answer("fresh answer".into()));
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_with_backoff() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::status_with_headers(
+            429,
+            r#"{"error":{"message":"slow down"}}"#,
+            &[("retry-after", "0")],
+        ),
+        Reply::status(500, r#"{"error":{"message":"boom"}}"#),
+        Reply::text("made it"),
+    ]);
+    let rt = runtime("full", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Anthropic);
+    let (r, _) = turn(&mut a, "hi");
+    assert_eq!(r.outcome, Outcome::Answer("made it".into()));
+    assert_eq!(srv.requests().len(), 3);
+}
+
+#[test]
+fn a_wrong_key_and_a_model_without_tools_are_explained_not_retried() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::status(401, r#"{"error":{"message":"Incorrect API key provided"}}"#),
+        Reply::status(
+            400,
+            r#"{"error":{"message":"registry.ollama.ai/library/gemma:2b does not support tools"}}"#,
+        ),
+    ]);
+    let rt = runtime("full", Config::default());
+    let model = HttpModel::new(provider(&srv, ProviderKind::Openai)).unwrap();
+    let msgs = [covo::llm::Message::User("hi".into())];
+    let req = covo::llm::ChatRequest {
+        system: "",
+        messages: &msgs,
+        tools: &[],
+    };
+    let e = block_on(model.chat(req, &mut |_| {})).unwrap_err();
+    assert!(
+        matches!(e, LlmError::Unauthorized { status: 401, .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("COVO_LLM_API_KEY"));
+    let e = block_on(model.chat(req, &mut |_| {})).unwrap_err();
+    assert!(matches!(e, LlmError::ToolsUnsupported { .. }), "{e:?}");
+    assert_eq!(srv.requests().len(), 2, "neither error is retried");
+    assert_eq!(
+        srv.requests()[0].header("authorization"),
+        Some("Bearer test-key")
+    );
+    drop(rt);
+}
+
+#[test]
+fn streamed_text_and_split_arguments_are_assembled() {
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let srv = ScriptedLlm::start(vec![
+            Reply::text_and_tools(
+                "Looking that up for you now.",
+                vec![(
+                    "memory_recall",
+                    r#"{"query":"greenhouse vent position","limit":3}"#,
+                )],
+            ),
+            Reply::text("The vent is half open, according to your notes."),
+        ]);
+        let rt = runtime("full", Config::default());
+        let mut a = agent(&rt, &srv, kind);
+        let (r, rec) = turn(&mut a, "where is the vent?");
+        assert_eq!(
+            rec.text, "Looking that up for you now.The vent is half open, according to your notes.",
+            "{kind:?}"
+        );
+        assert_eq!(
+            rec.calls[0].arguments,
+            r#"{"query":"greenhouse vent position","limit":3}"#
+        );
+        assert_eq!(
+            r.outcome,
+            Outcome::Answer("The vent is half open, according to your notes.".into())
+        );
+        assert!(srv.requests().iter().all(|q| q.is_stream()));
+    }
+}
+
+#[test]
+fn without_a_model_a_turn_says_how_to_set_one_and_calls_nothing() {
+    let rt = runtime("full", Config::default());
+    let mut a = Agent::new(rt.clone(), None, Session::new("t", "cli"));
+    let (r, rec) = turn(&mut a, "hello?");
+    assert_eq!(r.outcome, Outcome::Failed(NO_MODEL.into()));
+    assert!(NO_MODEL.contains("COVO_LLM_MODEL") && NO_MODEL.contains("11434"));
+    assert!(rec.text.is_empty() && rec.calls.is_empty());
+}
+
+#[test]
+fn due_schedules_run_once_a_tool_job_and_a_prompt_job() {
+    use covo::agent::scheduler;
+    use covo::runtime::Via;
+    use serde_json::json;
+    let srv = ScriptedLlm::start(vec![Reply::text("Morning report: all quiet.")]);
+    let rt = runtime("full", Config::default());
+    let s = Session::new("sched", "cli");
+    rt.call(
+        &s,
+        Via::Direct,
+        "schedule_create",
+        json!({"at": "in 1s", "tool": "memory_store", "arguments": {"text": "scheduled note"}}),
+    )
+    .unwrap();
+    rt.call(
+        &s,
+        Via::Direct,
+        "schedule_create",
+        json!({"cron": "* * * * *", "prompt": "give the morning report"}),
+    )
+    .unwrap();
+    let later = chrono::Utc::now() + chrono::Duration::minutes(2);
+    let due = scheduler::claim_due(&rt, later).unwrap();
+    assert_eq!(due.len(), 2);
+    // Claimed jobs are not due again at the same instant: at-most-once, even if a run crashes.
+    assert!(scheduler::claim_due(&rt, later).unwrap().is_empty());
+    let model: Arc<dyn ChatModel> =
+        Arc::new(HttpModel::new(provider(&srv, ProviderKind::Openai)).unwrap());
+    let reports: Vec<String> = block_on(async {
+        let mut out = Vec::new();
+        for job in &due {
+            out.push(scheduler::run_job(&rt, Some(model.clone()), job).await);
+        }
+        out
+    });
+    assert!(
+        reports.iter().any(|r| r.contains("memory_store")),
+        "{reports:?}"
+    );
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.contains("Morning report: all quiet.")),
+        "{reports:?}"
+    );
+    assert_eq!(
+        rt.store()
+            .unwrap()
+            .recall("scheduled", None, 5)
+            .unwrap()
+            .len(),
+        1
+    );
+    let audit: i64 = rt
+        .store()
+        .unwrap()
+        .conn()
+        .query_row(
+            "SELECT COUNT(*) FROM audit WHERE via = 'schedule'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(audit, 1);
+}
