@@ -133,9 +133,19 @@ impl ToolSpec {
     }
 
     /// The parameter schema parsed to JSON. The conformance test proves every table entry parses.
+    /// Parsed once per process and cached: payloads are rendered before every model call.
     pub fn params_json(&self) -> Value {
-        serde_json::from_str(self.params)
-            .unwrap_or_else(|e| panic!("schema of {} is not JSON: {e}", self.name))
+        static CACHE: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<&'static str, Value>>,
+        > = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(self.params)
+            .or_insert_with(|| {
+                serde_json::from_str(self.params)
+                    .unwrap_or_else(|e| panic!("schema of {} is not JSON: {e}", self.name))
+            })
+            .clone()
     }
 }
 

@@ -234,7 +234,10 @@ mod tests {
         let mut calls_made = 0;
         while a == Action::CallModel {
             calls_made += 1;
-            assert!(matches!(t.on_model_response(&mut h, calls(&["x"])), Action::RunTools(_)));
+            assert!(matches!(
+                t.on_model_response(&mut h, calls(&["x"])),
+                Action::RunTools(_)
+            ));
             a = t.on_tool_results(&mut h, vec![ok("c0")]);
         }
         assert_eq!(calls_made, 3);

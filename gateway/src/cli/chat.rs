@@ -341,10 +341,11 @@ fn slash(agent: &mut Agent, cmd: &str, usage_log: &[(usize, Usage)]) -> Flow {
             let mut total = Usage::default();
             for (i, (steps, u)) in usage_log.iter().enumerate() {
                 println!(
-                    "turn {:>3}: {:>6} in  {:>6} out  ({steps} model calls)",
+                    "turn {:>3}: {:>6} in  {:>6} out  ({steps} model call{})",
                     i + 1,
                     u.input_tokens,
-                    u.output_tokens
+                    u.output_tokens,
+                    if *steps == 1 { "" } else { "s" }
                 );
                 total += *u;
             }

@@ -135,10 +135,12 @@ impl Store {
 
     /// Appends one entry to the audit log.
     pub fn audit(&self, e: &AuditEntry<'_>) -> Result<(), StoreError> {
-        self.conn().execute(
-            "INSERT INTO audit (at, session, via, tool, args, outcome, detail, micros)
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO audit (at, session, via, tool, args, outcome, detail, micros)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
+            )?
+            .execute(params![
                 now_rfc3339(),
                 e.session,
                 e.via,
@@ -147,8 +149,7 @@ impl Store {
                 e.outcome,
                 e.detail,
                 e.micros as i64
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 }

@@ -183,7 +183,16 @@ impl Store {
 
     /// The session's plan mode.
     pub fn plan_mode(&self, session: &str) -> Result<PlanMode, StoreError> {
-        Ok(self.plan(session)?.map_or(PlanMode::None, |p| p.mode))
+        // Asked before every model call and tool call: one cached statement, one column.
+        let conn = self.conn();
+        let mut st = conn.prepare_cached("SELECT mode FROM plans WHERE session = ?1")?;
+        let mode: Option<String> = st.query_row([session], |r| r.get(0)).optional()?;
+        match mode.as_deref() {
+            None => Ok(PlanMode::None),
+            Some("planning") => Ok(PlanMode::Planning),
+            Some("executing") => Ok(PlanMode::Executing),
+            Some(other) => Err(StoreError::Data(format!("bad plan mode '{other}'"))),
+        }
     }
 
     /// Whether the session is drafting a plan that has not been accepted.
