@@ -129,6 +129,19 @@ pub struct KanbanColumn {
 
 type GoalRow = (i64, String, String, Option<String>, String, String, String);
 
+/// Reads one `SELECT id, title, success_criterion, deadline, status, created_at, updated_at` row.
+fn goal_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<GoalRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
 impl Store {
     /// Creates an active goal.
     pub fn create_goal(
@@ -159,17 +172,7 @@ impl Store {
                 "SELECT id, title, success_criterion, deadline, status, created_at, updated_at
                  FROM goals WHERE id = ?1",
                 [id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
+                goal_row,
             )
             .optional()?;
         row.map(|r| self.to_goal(r)).transpose()
@@ -217,17 +220,7 @@ impl Store {
                    AND (?2 IS NULL OR instr(lower(title || ' ' || success_criterion), lower(?2)) > 0)
                  ORDER BY id",
             )?;
-            let it = stmt.query_map(params![status.map(GoalStatus::as_str), text], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            })?;
+            let it = stmt.query_map(params![status.map(GoalStatus::as_str), text], goal_row)?;
             it.collect::<Result<_, _>>()?
         };
         rows.into_iter().map(|r| self.to_goal(r)).collect()
