@@ -336,3 +336,165 @@ mod tests {
         assert!(!call.tools.iter().any(|t| t.spec.name == "send_message"));
     }
 }
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::runtime::RuntimeOptions;
+    use crate::store::Store;
+    use std::sync::{Arc, Mutex};
+
+    /// Logs every hook call into a shared list; optionally fails.
+    struct Probe {
+        log: Arc<Mutex<Vec<String>>>,
+        fail_model: bool,
+        refuse_tools: bool,
+    }
+
+    impl Hook for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn before_model_call(&self, _: &HookCx<'_>, call: &mut ModelCall) -> Result<(), HookError> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("before_model {}", call.tools.len()));
+            if self.fail_model {
+                return Err(HookError {
+                    hook: "probe",
+                    message: "broken".into(),
+                });
+            }
+            Ok(())
+        }
+        fn before_tool_call(
+            &self,
+            _: &HookCx<'_>,
+            call: &ToolInvocation<'_>,
+        ) -> Result<(), ToolError> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("before_tool {}", call.spec.name));
+            if self.refuse_tools {
+                return Err(ToolError::PolicyRefused {
+                    tool: call.spec.name.into(),
+                    rule: "probe".into(),
+                    detail: "no".into(),
+                });
+            }
+            Ok(())
+        }
+        fn after_tool_call(
+            &self,
+            _: &HookCx<'_>,
+            call: &ToolInvocation<'_>,
+            outcome: &Result<Value, CallError>,
+        ) {
+            self.log.lock().unwrap().push(format!(
+                "after_tool {} ok={}",
+                call.spec.name,
+                outcome.is_ok()
+            ));
+        }
+    }
+
+    struct CountingApprover(Arc<Mutex<Vec<String>>>);
+    impl Approver for CountingApprover {
+        fn approve(&self, spec: &ToolSpec, _: &Value) -> Result<(), String> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("approve {}", spec.name));
+            Ok(())
+        }
+    }
+
+    fn runtime(fail_model: bool, refuse_tools: bool) -> (Runtime, Arc<Mutex<Vec<String>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut opts = RuntimeOptions::new(Config::default());
+        opts.hooks.push(Box::new(Probe {
+            log: log.clone(),
+            fail_model,
+            refuse_tools,
+        }));
+        opts.approver = Box::new(CountingApprover(log.clone()));
+        opts.home =
+            Some(std::env::temp_dir().join(format!("covo-hook-order-{}", std::process::id())));
+        (
+            Runtime::new(opts)
+                .unwrap()
+                .with_store(Store::in_memory().unwrap()),
+            log,
+        )
+    }
+
+    #[test]
+    fn user_hooks_run_after_the_filter_and_see_its_result() {
+        let (rt, log) = runtime(false, false);
+        let call = rt.model_call(&Session::new("o", "cli"));
+        assert_eq!(
+            log.lock().unwrap()[0],
+            format!("before_model {}", call.tools.len())
+        );
+        assert!(!call.tools.is_empty());
+    }
+
+    #[test]
+    fn a_failing_model_hook_fails_closed_to_core_tools() {
+        let (rt, _) = runtime(true, false);
+        let call = rt.model_call(&Session::new("o", "cli"));
+        assert!(call.tools.iter().all(|t| t.spec.toolset == "core"));
+        assert!(call.notes.iter().any(|n| n.contains("probe: broken")));
+    }
+
+    #[test]
+    fn a_refusing_tool_hook_stops_the_call_before_approval_and_execution() {
+        let (rt, log) = runtime(false, true);
+        let s = Session::new("o", "cli");
+        let e = rt
+            .call(
+                &s,
+                Via::Direct,
+                "fs_delete",
+                serde_json::json!({"path": "x"}),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(e, CallError::Respond(ToolError::PolicyRefused { ref rule, .. }) if rule == "probe")
+        );
+        let log = log.lock().unwrap();
+        assert_eq!(
+            *log,
+            ["before_tool fs_delete"],
+            "no approval asked, nothing ran"
+        );
+    }
+
+    #[test]
+    fn tool_hooks_run_in_order_around_the_call_and_approval_comes_last() {
+        let (rt, log) = runtime(false, false);
+        let s = Session::new("o", "cli");
+        rt.call(&s, Via::Direct, "todo_read", serde_json::json!({}))
+            .unwrap();
+        let _ = rt.call(
+            &s,
+            Via::Direct,
+            "fs_delete",
+            serde_json::json!({"path": "missing.txt"}),
+        );
+        let log = log.lock().unwrap();
+        assert_eq!(
+            *log,
+            [
+                "before_tool todo_read",
+                "after_tool todo_read ok=true",
+                "before_tool fs_delete",
+                "approve fs_delete",
+                "after_tool fs_delete ok=false"
+            ]
+        );
+    }
+}

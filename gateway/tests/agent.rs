@@ -453,3 +453,77 @@ fn due_schedules_run_once_a_tool_job_and_a_prompt_job() {
         .unwrap();
     assert_eq!(audit, 1);
 }
+
+/// Lets `ask` return only once two asks are inside at the same time (or after a timeout), and
+/// records whether each saw the other: proof of concurrency without timing assumptions.
+#[derive(Default)]
+struct Rendezvous {
+    inside: std::sync::Mutex<usize>,
+    cv: std::sync::Condvar,
+    met: std::sync::Mutex<Vec<bool>>,
+}
+
+#[derive(Clone)]
+struct SharedRendezvous(Arc<Rendezvous>);
+
+impl covo::runtime::UserIo for SharedRendezvous {
+    fn send(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn ask(&self, q: &str, _: &[String]) -> Option<String> {
+        let me = &self.0;
+        let mut n = me.inside.lock().unwrap();
+        *n += 1;
+        me.cv.notify_all();
+        let (n, timeout) = me
+            .cv
+            .wait_timeout_while(n, Duration::from_secs(3), |n| *n < 2)
+            .unwrap();
+        me.met.lock().unwrap().push(!timeout.timed_out() && *n >= 2);
+        Some(format!("answer to {q}"))
+    }
+    fn channels(&self) -> Vec<(String, bool)> {
+        vec![("cli".into(), true)]
+    }
+}
+
+#[test]
+fn read_calls_of_one_response_run_concurrently_and_writes_run_in_order() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![
+            ("ask_clarification", r#"{"question":"which shelf?"}"#),
+            ("ask_clarification", r#"{"question":"which plant?"}"#),
+            ("memory_store", r#"{"text":"first"}"#),
+            ("memory_store", r#"{"text":"second"}"#),
+        ]),
+        Reply::text("ok"),
+    ]);
+    let meet = Arc::new(Rendezvous::default());
+    let mut opts = RuntimeOptions::new(Config::default());
+    opts.user_io = Box::new(SharedRendezvous(meet.clone()));
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    );
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, rec) = turn(&mut a, "go");
+    assert_eq!(r.outcome, Outcome::Answer("ok".into()));
+    assert_eq!(
+        *meet.met.lock().unwrap(),
+        [true, true],
+        "both reads were in flight together"
+    );
+    // Results are reported in call order; the writes ran one after the other, in order.
+    let ids: Vec<i64> = rec.results[2..]
+        .iter()
+        .map(|r| {
+            serde_json::from_str::<Value>(&r.content).unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, [1, 2]);
+    let first = rt.store().unwrap().memory(1).unwrap().unwrap();
+    assert_eq!(first.text, "first");
+}
