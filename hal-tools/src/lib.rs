@@ -1,5 +1,19 @@
 //! Hardware tools for covo, generic over embedded-hal 1.0 traits.
 //!
-//! Placeholder: the hardware issue fills this crate in. Until then the gateway registers the
-//! hardware tool specs with `available: false` and reason `not implemented`.
+//! # Layout
+//! - `values`: how tool arguments name hardware: addresses (`0x76` or 118), byte strings
+//!   (`"d0 01"` or `[208, "0x01"]`), pins (BCM numbers or declared names); hex output.
+//! - `board`: board definitions in TOML (`boards/*.toml`) and their typed loader.
+//! - `policy`: the board policy: allowlists, reserved addresses, PWM limits, transfer sizes,
+//!   read-only mode. Pure checks; the gateway runs them inside its dispatch pipeline.
+//! - `bus`: the object-safe bus and line traits every backend provides, and their errors.
+//! - `sim`: the simulated board, modelled at register level behind the same traits.
+//! - `backend`: concrete HALs (Linux kernel interfaces). No concrete HAL type is named outside it.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod board;
+pub mod bus;
+pub mod policy;
+pub mod sim;
+pub mod values;
