@@ -114,6 +114,8 @@ pub struct Config {
     pub platform: Option<String>,
     /// Data folder; overrides `$COVO_HOME`.
     pub home: Option<PathBuf>,
+    /// The board: a path to a board TOML file, or `sim` (the default).
+    pub board: Option<String>,
     /// User profiles.
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileConfig>,
@@ -213,6 +215,17 @@ mod tests {
         .unwrap();
         assert_eq!(c.profiles["lab"].base.as_deref(), Some("edge"));
         assert_eq!(c.toolsets["bench"].includes, vec!["gpio"]);
+    }
+
+    #[test]
+    fn the_readme_configuration_example_is_a_valid_config() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("```toml\nprofile =").expect("the README has a covo.toml example");
+        let body = &readme[start + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = Config::parse(body, Path::new("README.md")).unwrap();
+        assert_eq!(c.profiles["greenhouse"].base.as_deref(), Some("edge"));
+        assert_eq!(c.board.as_deref(), Some("boards/rpi4.toml"));
     }
 
     #[test]

@@ -11,10 +11,12 @@
 //! - `hooks`: lifecycle hooks; the `ToolsetFilter` runs before every model call.
 //! - `runtime`: the one dispatch pipeline (validate → policy → approval → execute → audit).
 //! - `discovery`: the BM25 index behind `tool_search`.
+//! - `hardware`: the board (definition, policy as a pipeline `Policy`, hardware opened lazily).
 //! - `exec`: the narrow context an executor receives.
 //! - `store`: the SQLite store under `$COVO_HOME`.
 //! - `config`: `covo.toml` loading.
 //! - `error`: respond-to-model errors and fatal errors.
+//! - `watch`: sensor watch rules (a pure state machine) and their evaluation on new readings.
 //! - `user_io`: the terminal as a channel.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -24,6 +26,7 @@ pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod exec;
+pub mod hardware;
 pub mod hooks;
 pub mod llm;
 pub mod plan;
@@ -34,3 +37,4 @@ pub mod store;
 pub mod tools;
 pub mod toolset;
 pub mod user_io;
+pub mod watch;

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::discovery::SearchIndex;
 use crate::error::{ArgProblem, CallError, ToolError};
 use crate::exec::{Cx, Session};
+use crate::hardware::{Board, BoardPolicyCheck};
 use crate::hooks::{
     ApprovalHook, Hook, HookCx, ModelCall, ModelReply, PlanModeHook, PolicyHook, ToolInvocation,
     ToolsetFilter,
@@ -35,6 +36,8 @@ pub enum Via {
     Remote,
     /// From a scheduled job.
     Schedule,
+    /// From a sensor watch's action.
+    Watch,
 }
 
 impl Via {
@@ -45,6 +48,7 @@ impl Via {
             Via::Mqtt => "mqtt",
             Via::Remote => "remote",
             Via::Schedule => "schedule",
+            Via::Watch => "watch",
         }
     }
 }
@@ -145,6 +149,8 @@ pub struct RuntimeOptions {
     pub policies: Vec<Box<dyn Policy>>,
     /// Extra hooks, run after the built-in ones and before approval.
     pub hooks: Vec<Box<dyn Hook>>,
+    /// The board (default: `config.board`, else the simulated board).
+    pub board: Option<Arc<Board>>,
 }
 
 impl RuntimeOptions {
@@ -160,6 +166,7 @@ impl RuntimeOptions {
             selection: None,
             policies: Vec::new(),
             hooks: Vec::new(),
+            board: None,
         }
     }
 }
@@ -173,6 +180,9 @@ pub enum BuildError {
     /// A toolset does not resolve.
     #[error(transparent)]
     Toolset(#[from] ToolsetError),
+    /// The board definition does not load.
+    #[error(transparent)]
+    Board(#[from] covo_hal_tools::board::BoardError),
 }
 
 /// The assembled tool runtime.
@@ -183,6 +193,7 @@ pub struct Runtime {
     home: PathBuf,
     store: OnceLock<Store>,
     hooks: Vec<Box<dyn Hook>>,
+    board: Arc<Board>,
     user_io: Box<dyn UserIo>,
     summarizer: Option<Box<dyn Summarizer>>,
     validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
@@ -208,6 +219,13 @@ impl Runtime {
         if opts.config.policy.read_only {
             policies.push(Box::new(ReadOnly));
         }
+        let board = match opts.board {
+            Some(b) => b,
+            None => Arc::new(Board::load(opts.config.board.as_deref())?),
+        };
+        policies.push(Box::new(BoardPolicyCheck {
+            board: board.clone(),
+        }));
         policies.extend(opts.policies);
         let selection = opts.selection.unwrap_or_else(|| {
             Selection::Platform(
@@ -232,6 +250,7 @@ impl Runtime {
             home,
             store: OnceLock::new(),
             hooks,
+            board,
             user_io: opts.user_io,
             summarizer: opts.summarizer,
             validators: Mutex::new(HashMap::new()),
@@ -286,7 +305,19 @@ impl Runtime {
 
     /// Whether a tool can run now.
     pub fn availability(&self, def: &ToolDef) -> Availability {
-        Availability::of(def)
+        let av = Availability::of(def);
+        if !av.available {
+            return av;
+        }
+        match self.board.missing(def.spec.toolset) {
+            Some(reason) => Availability::no(reason),
+            None => av,
+        }
+    }
+
+    /// The board.
+    pub fn board(&self) -> &Arc<Board> {
+        &self.board
     }
 
     /// The plan for a selection. Errors are the caller's to handle (the filter fails closed).

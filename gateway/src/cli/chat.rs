@@ -223,6 +223,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
     let poll = Duration::from_secs(rt.config().agent.schedule_poll_secs.unwrap_or(15).max(1));
     let mut ticker = tokio::time::interval(poll);
     let mut usage_log: Vec<(usize, Usage)> = Vec::new();
+    let sampled = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
     let _ = want.send(());
     loop {
         tokio::select! {
@@ -251,7 +252,17 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
                 }
                 let _ = want.send(());
             }
-            _ = ticker.tick() => run_due(&rt, agent.model().cloned()).await,
+            _ = ticker.tick() => {
+                run_due(&rt, agent.model().cloned()).await;
+                let (rt2, sampled) = (rt.clone(), sampled.clone());
+                let _ = tokio::task::spawn_blocking(move || {
+                    let mut last = sampled.lock().unwrap_or_else(|p| p.into_inner());
+                    for line in covo::tools::sensors::sample_due(&rt2, &mut last) {
+                        tracing::debug!(%line, "sampled");
+                    }
+                })
+                .await;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -11,16 +11,20 @@ use std::sync::{Mutex, MutexGuard};
 pub mod conversations;
 pub mod memory;
 pub mod productivity;
+pub mod readings;
 pub mod schedules;
 pub mod session;
 pub mod usage;
+pub mod watches;
 
 pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, Turn};
 pub use memory::{Memory, MemoryHit};
 pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
 pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
+pub use readings::Reading;
 pub use usage::TurnUsage;
+pub use watches::{NewWatch, Watch, WatchState};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +71,10 @@ const MIGRATIONS: &[&str] = &[
     schedules::MIGRATION,
     // 7: token usage per turn.
     usage::MIGRATION,
+    // 8: sensor readings.
+    readings::MIGRATION,
+    // 9: sensor watches.
+    watches::MIGRATION,
 ];
 
 /// The gateway's database.

@@ -2,7 +2,7 @@
 //!
 //! Each module holds a `TOOLS` table: the specs of its tools and their executors, side by side.
 
-pub(crate) mod automation;
+pub mod automation;
 pub(crate) mod board;
 pub(crate) mod code_exec;
 pub(crate) mod core;
@@ -12,8 +12,8 @@ pub(crate) mod display;
 pub(crate) mod docs;
 pub(crate) mod fs;
 pub(crate) mod git;
-pub(crate) mod gpio;
-pub(crate) mod i2c;
+pub mod gpio;
+pub mod i2c;
 pub(crate) mod mcu;
 pub(crate) mod media;
 pub(crate) mod memory;
@@ -22,7 +22,7 @@ pub(crate) mod mqtt;
 pub(crate) mod patch;
 pub(crate) mod productivity;
 pub(crate) mod search;
-pub(crate) mod sensors;
+pub mod sensors;
 pub(crate) mod serial;
 pub(crate) mod shell;
 pub(crate) mod skills;

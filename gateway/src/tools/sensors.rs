@@ -1,5 +1,11 @@
 //! The `sensors` toolset.
 
+use crate::error::{CallError, ToolError};
+use crate::exec::Cx;
+use crate::hardware;
+use covo_hal_tools::{sensors, values};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "sensors";
@@ -17,7 +23,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
  keywords: "sensors list available which sensors declared configured drivers quantities units measurements what can I measure",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(sensor_list),
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,7 +36,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"}},"required":["sensor"],"additionalProperties":false}"#,
  keywords: "sensor read current now measure value reading temperature humidity pressure weather climate lux light level brightness co2 air quality gas soil moisture bme280 sht31 sht4x bh1750 aht20 scd40 dht22 ds18b20 thermometer hygrometer barometer how hot cold warm",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(sensor_read),
     },
     ToolDef {
         spec: ToolSpec {
@@ -43,7 +49,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"},"since":{"type":"string"},"until":{"type":"string"}},"required":["sensor"],"additionalProperties":false}"#,
  keywords: "sensor history past stored logged recorded readings trend over time yesterday last hour day week overnight since min max mean average statistics series timeline",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(sensor_history),
     },
     ToolDef {
         spec: ToolSpec {
@@ -56,6 +62,241 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"},"since":{"type":"string"},"until":{"type":"string"}},"required":["sensor"],"additionalProperties":false}"#,
  keywords: "export csv download save file spreadsheet excel dump data log readings history table",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(sensor_export_csv),
     },
 ];
+
+fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+    let board = cx.runtime().board().clone();
+    let def = board.def();
+    let sensors: Vec<Value> = def
+        .device
+        .iter()
+        .filter(|d| !sensors::quantities(&d.driver).is_empty())
+        .map(|d| {
+            json!({
+                "sensor": d.name,
+                "driver": d.driver,
+                "bus": d.bus.or(def.default_i2c_bus()),
+                "address": d.address.map(values::show_address),
+                "quantities": sensors::quantities(&d.driver)
+                    .iter()
+                    .map(|(q, u)| json!({"quantity": q, "unit": u}))
+                    .collect::<Vec<_>>(),
+                "sample_interval_secs": d.sample_interval_secs,
+            })
+        })
+        .collect();
+    Ok(json!({ "sensors": sensors }))
+}
+
+/// Reads a declared sensor and logs the reading. Used by `sensor_read` and the sampler.
+pub fn read_and_log(rt: &crate::runtime::Runtime, name: &str) -> Result<Value, ReadFailure> {
+    let hw = rt.board().hardware().map_err(ReadFailure::Board)?;
+    let qs = hw.sensor_read(name).map_err(ReadFailure::Hw)?;
+    let at = crate::store::now_rfc3339();
+    let rows: Vec<(&str, f64, &str)> = qs.iter().map(|q| (q.name, q.value, q.unit)).collect();
+    rt.store()
+        .and_then(|s| s.log_reading(name, &at, &rows))
+        .map_err(ReadFailure::Store)?;
+    let values: Vec<(String, f64, String)> = qs.iter().map(|q| (q.name.to_string(), q.value, q.unit.to_string())).collect();
+    let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now()).map_err(ReadFailure::Store)?;
+    let driver = hw.device(name).map(|d| d.driver.clone()).unwrap_or_default();
+    Ok(json!({
+        "sensor": name,
+        "driver": driver,
+        "at": at,
+        "readings": qs
+            .iter()
+            .map(|q| json!({"quantity": q.name, "value": (q.value * 100.0).round() / 100.0, "unit": q.unit}))
+            .collect::<Vec<_>>(),
+        "watches_fired": fired,
+    }))
+}
+
+/// Why a sensor could not be read.
+#[derive(Debug)]
+pub enum ReadFailure {
+    /// The board did not open.
+    Board(String),
+    /// The hardware failed.
+    Hw(covo_hal_tools::hw::HwError),
+    /// The reading could not be logged.
+    Store(crate::store::StoreError),
+}
+
+fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default().to_string();
+    read_and_log(cx.runtime(), &name).map_err(|f| match f {
+        ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
+        ReadFailure::Hw(e) => hardware::fail(cx, e),
+        ReadFailure::Store(e) => e.into(),
+    })
+}
+
+/// Parses a window such as `30m`, `24h`, `7d`.
+pub(crate) fn window(s: &str) -> Option<chrono::Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let n: i64 = s[..split].parse().ok()?;
+    match s[split..].trim() {
+        "s" => chrono::Duration::try_seconds(n),
+        "m" | "min" => chrono::Duration::try_minutes(n),
+        "h" => chrono::Duration::try_hours(n),
+        "d" => chrono::Duration::try_days(n),
+        "w" => chrono::Duration::try_weeks(n),
+        _ => None,
+    }
+}
+
+fn time_arg(cx: &Cx<'_>, args: &Value, key: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, CallError> {
+    match args.get(key).and_then(Value::as_str) {
+        None => Ok(None),
+        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+            .map(|t| Some(t.with_timezone(&chrono::Utc)))
+            .map_err(|_| ToolError::invalid(cx.tool.name, &format!("/{key}"), format!("'{t}' is not an RFC 3339 time")).into()),
+    }
+}
+
+/// The (since, until) an executor's arguments ask for; default the last 24 hours.
+fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
+    let until = time_arg(cx, args, "until")?.unwrap_or_else(chrono::Utc::now);
+    let since = match time_arg(cx, args, "since")? {
+        Some(s) => s,
+        None => {
+            let w = args.get("window").and_then(Value::as_str).unwrap_or("24h");
+            let d = window(w).ok_or_else(|| {
+                ToolError::invalid(cx.tool.name, "/window", format!("'{w}' is not a window like 30m, 24h or 7d"))
+            })?;
+            until - d
+        }
+    };
+    let fmt = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    Ok((fmt(since), fmt(until)))
+}
+
+fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
+    let def = cx.runtime().board().def();
+    match def.device(name) {
+        Some(d) if !sensors::quantities(&d.driver).is_empty() => Ok(()),
+        _ => Err(ToolError::NotFound {
+            what: "sensor".into(),
+            id: name.into(),
+        }
+        .into()),
+    }
+}
+
+fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default();
+    known_sensor(cx, name)?;
+    let quantity = args.get("quantity").and_then(Value::as_str);
+    let (since, until) = range(cx, &args)?;
+    let rows = cx.store()?.readings(name, quantity, &since, &until)?;
+    let mut per: BTreeMap<&str, Vec<&crate::store::Reading>> = BTreeMap::new();
+    for r in &rows {
+        per.entry(r.quantity.as_str()).or_default().push(r);
+    }
+    let quantities: Vec<Value> = per
+        .iter()
+        .map(|(q, rs)| {
+            let vals: Vec<f64> = rs.iter().map(|r| r.value).collect();
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            let min = vals.iter().cloned().fold(f64::INFINITY, f64::min);
+            let max = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            // At most 48 points, evenly spaced, so a day of minute samples stays readable.
+            let step = rs.len().div_ceil(48).max(1);
+            let series: Vec<Value> = rs
+                .iter()
+                .step_by(step)
+                .map(|r| json!([r.at, (r.value * 100.0).round() / 100.0]))
+                .collect();
+            let round = |x: f64| (x * 100.0).round() / 100.0;
+            json!({
+                "quantity": q,
+                "unit": rs[0].unit,
+                "count": rs.len(),
+                "min": round(min),
+                "max": round(max),
+                "mean": round(mean),
+                "first": rs[0].at,
+                "last": rs[rs.len() - 1].at,
+                "series": series,
+            })
+        })
+        .collect();
+    Ok(json!({"sensor": name, "since": since, "until": until, "quantities": quantities}))
+}
+
+fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default();
+    known_sensor(cx, name)?;
+    let quantity = args.get("quantity").and_then(Value::as_str);
+    let (since, until) = range(cx, &args)?;
+    let rows = cx.store()?.readings(name, quantity, &since, &until)?;
+    let dir = cx.runtime().home().join("artifacts");
+    std::fs::create_dir_all(&dir)?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    let path = dir.join(format!("{name}-{stamp}.csv"));
+    let tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    {
+        let mut w = csv::Writer::from_writer(tmp.as_file());
+        w.write_record(["at", "sensor", "quantity", "value", "unit"])
+            .map_err(|e| cx.fail(e.to_string()))?;
+        for r in &rows {
+            w.write_record([&r.at, &r.sensor, &r.quantity, &r.value.to_string(), &r.unit])
+                .map_err(|e| cx.fail(e.to_string()))?;
+        }
+        w.flush()?;
+    }
+    tmp.persist(&path).map_err(|e| cx.fail(e.to_string()))?;
+    let bytes = std::fs::metadata(&path)?.len();
+    Ok(json!({
+        "artifact": path.display().to_string(),
+        "rows": rows.len(),
+        "bytes": bytes,
+        "since": since,
+        "until": until,
+    }))
+}
+
+/// How often a watched sensor without its own interval is sampled.
+pub const WATCH_SAMPLE_SECS: u64 = 60;
+
+/// Samples every declared sensor whose interval has passed (sensors with watches but no interval
+/// every [`WATCH_SAMPLE_SECS`]); logs the readings and runs the watches. `last` remembers when
+/// each was sampled. Returns one line per sample, for logs.
+pub fn sample_due(
+    rt: &crate::runtime::Runtime,
+    last: &mut std::collections::HashMap<String, std::time::Instant>,
+) -> Vec<String> {
+    let watched: Vec<String> = rt
+        .store()
+        .and_then(|s| s.watches())
+        .map(|ws| ws.into_iter().map(|w| w.sensor).collect())
+        .unwrap_or_default();
+    let now = std::time::Instant::now();
+    let mut out = Vec::new();
+    for d in &rt.board().def().device {
+        if sensors::quantities(&d.driver).is_empty() {
+            continue;
+        }
+        let every = match (d.sample_interval_secs, watched.contains(&d.name)) {
+            (Some(s), _) => s,
+            (None, true) => WATCH_SAMPLE_SECS,
+            (None, false) => continue,
+        };
+        let due = last
+            .get(&d.name)
+            .is_none_or(|t| now.duration_since(*t).as_secs() >= every);
+        if !due {
+            continue;
+        }
+        last.insert(d.name.clone(), now);
+        match read_and_log(rt, &d.name) {
+            Ok(v) => out.push(format!("{}: {}", d.name, v["readings"])),
+            Err(e) => out.push(format!("{}: sampling failed: {e:?}", d.name)),
+        }
+    }
+    out
+}

@@ -1,0 +1,209 @@
+//! Every hardware tool against the simulated board: through the CLI (as a maker would), and
+//! in-process where faults are injected into the sim.
+
+use covo::config::Config;
+use covo::error::{CallError, ToolError};
+use covo::exec::Session;
+use covo::hardware::Board;
+use covo::runtime::{AutoApprove, Runtime, RuntimeOptions, Via};
+use covo::store::Store;
+use covo_hal_tools::board::BoardDef;
+use covo_hal_tools::hw::Hardware;
+use covo_hal_tools::sim::{Fault, SimBoard};
+use serde_json::{json, Value};
+use std::process::Command;
+use std::sync::Arc;
+
+fn cli(home: &std::path::Path, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args(args)
+        .current_dir(home)
+        .env("COVO_HOME", home.join("home"))
+        .env_remove("COVO_CONFIG")
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{args:?}: not JSON: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code().unwrap_or(-1), v)
+}
+
+#[test]
+fn sensor_read_through_the_cli_gives_a_plausible_temperature_in_celsius() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, v) = cli(dir.path(), &["tools", "call", "sensor_read", r#"{"sensor":"climate"}"#]);
+    assert_eq!(code, 0, "{v}");
+    let t = v["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["quantity"] == "temperature")
+        .unwrap();
+    assert_eq!(t["unit"], "degC");
+    let c = t["value"].as_f64().unwrap();
+    assert!((10.0..=35.0).contains(&c), "{c}");
+    assert!(v["at"].as_str().unwrap().ends_with('Z'));
+    // The reading was logged: history sees it from another process.
+    let (code, h) = cli(dir.path(), &["tools", "call", "sensor_history", r#"{"sensor":"climate","quantity":"temperature","window":"1h"}"#]);
+    assert_eq!(code, 0, "{h}");
+    assert_eq!(h["quantities"][0]["count"], 1);
+    let (code, csv) = cli(dir.path(), &["tools", "call", "sensor_export_csv", r#"{"sensor":"climate"}"#]);
+    assert_eq!(code, 0, "{csv}");
+    let text = std::fs::read_to_string(csv["artifact"].as_str().unwrap()).unwrap();
+    assert!(text.starts_with("at,sensor,quantity,value,unit\n"), "{text}");
+    assert_eq!(text.lines().count(), 1 + 3, "temperature, humidity, pressure");
+}
+
+#[test]
+fn i2c_scan_finds_the_three_sim_devices_and_prints_a_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_scan", "{}"]);
+    assert_eq!(code, 0, "{v}");
+    let found: Vec<&str> = v["found"].as_array().unwrap().iter().map(|f| f["address"].as_str().unwrap()).collect();
+    assert_eq!(found, ["0x23", "0x3c", "0x76"]);
+    let grid = v["grid"].as_str().unwrap();
+    assert!(grid.contains("70: -- -- -- -- -- -- 76 --"), "{grid}");
+    assert!(grid.starts_with("     0  1  2"));
+}
+
+#[test]
+fn raw_i2c_tools_accept_and_show_hex() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_read_register", r#"{"address":"0x76","register":"0xD0"}"#]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["registers"][0]["hex"], "0x60", "BME280 chip id");
+    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_write_read", r#"{"address":118,"data":"d0","count":1}"#]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["read"]["hex"], "60");
+    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_write", r#"{"address":"0x76","data":"f4 27"}"#]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["written"]["hex"], "f4 27");
+}
+
+#[test]
+fn gpio_pwm_display_and_board_tools_work_on_the_sim() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str]| {
+        let (code, v) = cli(dir.path(), args);
+        assert_eq!(code, 0, "{args:?}: {v}");
+        v
+    };
+    assert_eq!(ok(&["tools", "call", "gpio_write", r#"{"pin":"relay","level":1}"#])["level"], 1);
+    assert_eq!(ok(&["tools", "call", "gpio_read", r#"{"pin":"button"}"#])["pin"], 27);
+    assert_eq!(ok(&["tools", "call", "pwm_set", r#"{"channel":"fan","duty":0.5,"frequency_hz":25000}"#])["duty"], 0.5);
+    assert_eq!(ok(&["tools", "call", "display_text", r#"{"lines":["hello","world"]}"#])["display"], "oled");
+    ok(&["tools", "call", "display_clear", "{}"]);
+    let info = ok(&["tools", "call", "board_info", "{}"]);
+    assert_eq!(info["name"], "sim");
+    assert_eq!(info["policy"]["outputs"], json!([17]));
+    let devices = ok(&["tools", "call", "device_list", "{}"]);
+    let climate = devices["devices"].as_array().unwrap().iter().find(|d| d["name"] == "climate").unwrap();
+    assert_eq!(climate["status"], "present");
+    let e = ok(&["tools", "call", "gpio_wait_edge", r#"{"pin":"button","timeout_ms":50}"#]);
+    assert_eq!(e["timed_out"], true);
+}
+
+#[test]
+fn policy_refusals_name_their_rule_directly_and_through_tool_call() {
+    let dir = tempfile::tempdir().unwrap();
+    for (tool, args, rule) in [
+        ("i2c_write", r#"{"address":"0x50","data":"00"}"#, "i2c.write_allow"),
+        ("i2c_write", r#"{"address":"0x03","data":"00"}"#, "i2c.reserved"),
+        ("gpio_write", r#"{"pin":"button","level":1}"#, "gpio.outputs"),
+        ("gpio_write", r#"{"pin":4,"level":1}"#, "gpio.outputs"),
+        ("pwm_set", r#"{"channel":"fan","duty":0.5,"frequency_hz":100000}"#, "pwm.limits"),
+    ] {
+        let (code, v) = cli(dir.path(), &["tools", "call", tool, args]);
+        assert_eq!(code, 1, "{tool} {args}: {v}");
+        assert_eq!(v["error"]["kind"], "policy_refused", "{v}");
+        assert_eq!(v["error"]["rule"], rule, "{v}");
+        let wrapped = format!(r#"{{"name":"{tool}","arguments":{args}}}"#);
+        let (code, v) = cli(dir.path(), &["tools", "call", "tool_call", &wrapped]);
+        assert_eq!(code, 1);
+        assert_eq!(v["error"]["rule"], rule, "through tool_call: {v}");
+    }
+}
+
+fn scripted() -> (Runtime, SimBoard) {
+    let sim = SimBoard::new();
+    let hw = Hardware::sim_with(BoardDef::sim(), sim.clone());
+    let mut opts = RuntimeOptions::new(Config::default());
+    opts.board = Some(Arc::new(Board::with_hardware(hw)));
+    opts.approver = Box::new(AutoApprove);
+    (Runtime::new(opts).unwrap().with_store(Store::in_memory().unwrap()), sim)
+}
+
+fn err(r: Result<Value, CallError>) -> ToolError {
+    match r {
+        Err(CallError::Respond(e)) => e,
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+}
+
+#[test]
+fn injected_faults_become_structured_errors_and_later_calls_still_work() {
+    let (rt, sim) = scripted();
+    let s = Session::new("hw", "cli");
+    let read = || rt.call(&s, Via::Direct, "sensor_read", json!({"sensor": "climate"}));
+    sim.inject(Fault::Nack { address: 0x76, times: 1 });
+    let e = err(read());
+    assert!(e.to_string().contains("0x76"), "{e}");
+    assert!(matches!(&e, ToolError::Failed { hint: Some(h), .. } if h.contains("i2c_scan")));
+    read().unwrap();
+    sim.inject(Fault::Timeout { times: 1 });
+    assert!(err(rt.call(&s, Via::Direct, "i2c_scan", json!({}))).to_string().contains("timed out"));
+    rt.call(&s, Via::Direct, "i2c_scan", json!({})).unwrap();
+    sim.inject(Fault::StuckLine);
+    assert!(err(read()).to_string().contains("stuck"));
+    sim.clear_faults();
+    read().unwrap();
+}
+
+#[test]
+fn a_timed_pulse_drives_the_relay_and_releases_it() {
+    let (rt, sim) = scripted();
+    let s = Session::new("hw", "cli");
+    let v = rt
+        .call(&s, Via::Direct, "gpio_write", json!({"pin": "relay", "level": 1, "pulse_ms": 30}))
+        .unwrap();
+    assert_eq!(v["level"], 0);
+    let log = sim.output_log(17);
+    let levels: Vec<bool> = log.iter().map(|(_, l)| *l).collect();
+    assert_eq!(levels, [true, false]);
+    assert!(log[1].0 - log[0].0 >= std::time::Duration::from_millis(30));
+}
+
+#[test]
+fn waiting_for_the_button_sees_an_injected_press() {
+    let (rt, sim) = scripted();
+    let s = Session::new("hw", "cli");
+    let presser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        sim.press(27);
+    });
+    let v = rt
+        .call(&s, Via::Direct, "gpio_wait_edge", json!({"pin": "button", "edge": "falling", "timeout_ms": 5000}))
+        .unwrap();
+    presser.join().unwrap();
+    assert_eq!(v["edge"], "falling", "{v}");
+}
+
+#[test]
+fn display_text_lands_in_the_sim_framebuffer() {
+    let (rt, sim) = scripted();
+    let s = Session::new("hw", "cli");
+    rt.call(&s, Via::Direct, "display_text", json!({"lines": ["21.4 C", "45 %RH"]})).unwrap();
+    assert!(sim.framebuffer_text().contains('#'));
+    rt.call(&s, Via::Direct, "display_clear", json!({})).unwrap();
+    assert!(!sim.framebuffer_text().contains('#'));
+}
+
+#[test]
+fn hardware_tools_are_visible_on_the_gateway_platform_but_spi_is_not_on_the_sim() {
+    let (rt, _) = scripted();
+    let call = rt.model_call(&Session::new("hw", "cli"));
+    let names: Vec<&str> = call.tools.iter().map(|t| t.spec.name).collect();
+    assert!(names.contains(&"sensor_read") && names.contains(&"i2c_scan"));
+    assert!(!names.contains(&"spi_transfer"), "the sim declares no SPI bus");
+    let e = err(rt.call(&Session::new("hw", "cli"), Via::Direct, "spi_transfer", json!({"data": "00"})));
+    assert!(e.to_string().contains("no SPI bus"), "{e}");
+}

@@ -1,0 +1,353 @@
+//! `Hardware`: one board's buses, lines and channels, opened from its definition, with one owner
+//! per bus. Every operation takes the bus lock (with a timeout) for its whole duration, so a
+//! sensor driver's multi-step read and a raw `i2c_read` never interleave.
+
+use crate::board::{BoardDef, DeviceDef};
+use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
+use crate::sensors::{self, Quantity};
+use crate::sim::SimBoard;
+use crate::values::PinRef;
+use embedded_hal::i2c::I2c;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+/// How long an operation waits for a bus another operation holds.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Errors of hardware operations, each phrased so the model can act on it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HwError {
+    /// The bus or line reported an error.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The board has no such bus, pin, channel or device.
+    #[error("{0}")]
+    NotFound(String),
+    /// Another operation held the bus for too long.
+    #[error("bus {0} is busy; try again")]
+    Busy(u8),
+    /// A sensor driver failed.
+    #[error("{0}")]
+    Sensor(String),
+    /// The board could not be opened.
+    #[error("cannot open the board: {0}")]
+    Open(String),
+}
+
+/// One board, opened.
+pub struct Hardware {
+    def: BoardDef,
+    i2c: BTreeMap<u8, Mutex<DynI2c>>,
+    lines: Mutex<BTreeMap<u32, Box<dyn Line>>>,
+    pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
+    sim: Option<SimBoard>,
+}
+
+impl Hardware {
+    /// The simulated board with its built-in definition.
+    pub fn sim() -> Hardware {
+        Self::sim_with(BoardDef::sim(), SimBoard::new())
+    }
+
+    /// A simulated board with this definition and these device models.
+    pub fn sim_with(def: BoardDef, sim: SimBoard) -> Hardware {
+        let i2c = def
+            .i2c
+            .iter()
+            .filter_map(|b| sim.i2c(b.bus).map(|h| (b.bus, Mutex::new(DynI2c(Box::new(h))))))
+            .collect();
+        let pwm = def
+            .pwm
+            .iter()
+            .filter_map(|p| sim.pwm(p.channel).map(|c| (p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>))))
+            .collect();
+        Hardware {
+            def,
+            i2c,
+            lines: Mutex::new(BTreeMap::new()),
+            pwm,
+            sim: Some(sim),
+        }
+    }
+
+    /// Opens a board from its definition: the sim, or the Linux kernel interfaces.
+    pub fn open(def: BoardDef) -> Result<Hardware, HwError> {
+        match def.board.backend.as_str() {
+            "sim" => Ok(Self::sim_with(def, SimBoard::new())),
+            "linux" => Self::open_linux(def),
+            other => Err(HwError::Open(format!("unknown backend '{other}' (expected sim or linux)"))),
+        }
+    }
+
+    #[cfg(all(target_os = "linux", feature = "linux"))]
+    fn open_linux(def: BoardDef) -> Result<Hardware, HwError> {
+        use crate::backend::linux;
+        let mut i2c = BTreeMap::new();
+        for b in &def.i2c {
+            let path = b.path.clone().unwrap_or_else(|| format!("/dev/i2c-{}", b.bus));
+            match linux::open_i2c(&path) {
+                Ok(bus) => {
+                    i2c.insert(b.bus, Mutex::new(DynI2c(bus)));
+                }
+                Err(e) => tracing::warn!(bus = b.bus, %path, error = %e, "I2C bus unavailable"),
+            }
+        }
+        let mut pwm = BTreeMap::new();
+        for p in &def.pwm {
+            let chip = p.chip.clone().unwrap_or_else(|| "/sys/class/pwm/pwmchip0".into());
+            match linux::SysfsPwm::open(std::path::Path::new(&chip), p.channel) {
+                Ok(c) => {
+                    pwm.insert(p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>));
+                }
+                Err(e) => tracing::warn!(channel = p.channel, %chip, error = %e, "PWM channel unavailable"),
+            }
+        }
+        Ok(Hardware {
+            def,
+            i2c,
+            lines: Mutex::new(BTreeMap::new()),
+            pwm,
+            sim: None,
+        })
+    }
+
+    #[cfg(not(all(target_os = "linux", feature = "linux")))]
+    fn open_linux(_def: BoardDef) -> Result<Hardware, HwError> {
+        Err(HwError::Open("this build has no Linux backend (feature `linux`)".into()))
+    }
+
+    /// The board definition.
+    pub fn def(&self) -> &BoardDef {
+        &self.def
+    }
+
+    /// The simulated board's handle (fault injection, framebuffer), on the sim backend.
+    pub fn sim_handle(&self) -> Option<&SimBoard> {
+        self.sim.as_ref()
+    }
+
+    /// I2C buses that opened.
+    pub fn i2c_buses(&self) -> Vec<u8> {
+        self.i2c.keys().copied().collect()
+    }
+
+    /// The bus number to use: the given one, or the board's first.
+    pub fn bus_or_default(&self, bus: Option<u8>) -> Result<u8, HwError> {
+        bus.or_else(|| self.def.default_i2c_bus())
+            .ok_or_else(|| HwError::NotFound("this board declares no I2C bus".into()))
+    }
+
+    fn lock_bus(&self, bus: u8) -> Result<MutexGuard<'_, DynI2c>, HwError> {
+        let m = self.i2c.get(&bus).ok_or_else(|| {
+            HwError::NotFound(format!(
+                "no I2C bus {bus} on this board (buses: {})",
+                self.i2c.keys().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let deadline = Instant::now() + LOCK_TIMEOUT;
+        loop {
+            match m.try_lock() {
+                Ok(g) => return Ok(g),
+                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_micros(200))
+                }
+                Err(TryLockError::WouldBlock) => return Err(HwError::Busy(bus)),
+            }
+        }
+    }
+
+    /// Probes every non-reserved 7-bit address (0x08–0x77) with a one-byte read, like
+    /// `i2cdetect -r`; returns the addresses that acknowledged.
+    pub fn i2c_scan(&self, bus: u8) -> Result<Vec<u8>, HwError> {
+        let mut g = self.lock_bus(bus)?;
+        let mut found = Vec::new();
+        let mut buf = [0u8; 1];
+        for a in 0x08u8..=0x77 {
+            match g.read(a, &mut buf) {
+                Ok(()) => found.push(a),
+                Err(BusError::Nack(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(found)
+    }
+
+    /// Reads `n` bytes.
+    pub fn i2c_read(&self, bus: u8, address: u8, n: usize) -> Result<Vec<u8>, HwError> {
+        let mut buf = vec![0u8; n];
+        self.lock_bus(bus)?.read(address, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Writes bytes.
+    pub fn i2c_write(&self, bus: u8, address: u8, data: &[u8]) -> Result<(), HwError> {
+        self.lock_bus(bus)?.write(address, data)?;
+        Ok(())
+    }
+
+    /// Writes, then reads `n` bytes, in one repeated-start transaction.
+    pub fn i2c_write_read(&self, bus: u8, address: u8, data: &[u8], n: usize) -> Result<Vec<u8>, HwError> {
+        let mut buf = vec![0u8; n];
+        self.lock_bus(bus)?.write_read(address, data, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// The declared device with this name.
+    pub fn device(&self, name: &str) -> Result<&DeviceDef, HwError> {
+        self.def.device(name).ok_or_else(|| {
+            HwError::NotFound(format!(
+                "no device '{name}' is declared (declared: {})",
+                self.def.device.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// Reads a declared I2C sensor through its crates.io driver, holding the bus throughout.
+    pub fn sensor_read(&self, name: &str) -> Result<Vec<Quantity>, HwError> {
+        let d = self.device(name)?;
+        if sensors::quantities(&d.driver).is_empty() {
+            return Err(HwError::NotFound(format!("'{name}' ({}) is not a sensor", d.driver)));
+        }
+        let bus = self.bus_or_default(d.bus)?;
+        let address = d
+            .address
+            .ok_or_else(|| HwError::NotFound(format!("sensor '{name}' declares no address")))?;
+        let mut g = self.lock_bus(bus)?;
+        sensors::read(&d.driver, &mut *g, address).map_err(|e| match e {
+            sensors::SensorError::Bus(b) => HwError::Bus(b),
+            other => HwError::Sensor(other.to_string()),
+        })
+    }
+
+    /// Shows lines of text on a declared display.
+    pub fn display_text(&self, name: &str, lines: &[String]) -> Result<(), HwError> {
+        let (bus, address) = self.display(name)?;
+        let mut g = self.lock_bus(bus)?;
+        crate::display::show_text(&mut *g, address, lines).map_err(|e| HwError::Sensor(e.to_string()))
+    }
+
+    /// Clears a declared display.
+    pub fn display_clear(&self, name: &str) -> Result<(), HwError> {
+        let (bus, address) = self.display(name)?;
+        let mut g = self.lock_bus(bus)?;
+        crate::display::clear(&mut *g, address).map_err(|e| HwError::Sensor(e.to_string()))
+    }
+
+    fn display(&self, name: &str) -> Result<(u8, u8), HwError> {
+        let d = self.device(name)?;
+        if d.driver != "ssd1306" {
+            return Err(HwError::NotFound(format!("'{name}' ({}) is not a display", d.driver)));
+        }
+        let bus = self.bus_or_default(d.bus)?;
+        let address = d
+            .address
+            .ok_or_else(|| HwError::NotFound(format!("display '{name}' declares no address")))?;
+        Ok((bus, address))
+    }
+
+    /// The first declared display, the default for display tools.
+    pub fn default_display(&self) -> Option<&str> {
+        self.def.device.iter().find(|d| d.driver == "ssd1306").map(|d| d.name.as_str())
+    }
+
+    /// A pin argument as a BCM number: numbers must be on the board, names must be declared.
+    pub fn resolve_pin(&self, p: &PinRef) -> Result<u32, HwError> {
+        match p {
+            PinRef::Number(n) => {
+                if self.def.pins.available.is_empty() || self.def.pins.available.contains(n) {
+                    Ok(*n)
+                } else {
+                    Err(HwError::NotFound(format!("GPIO{n} is not available on this board")))
+                }
+            }
+            PinRef::Name(name) => {
+                let d = self.device(name)?;
+                d.pin.ok_or_else(|| HwError::NotFound(format!("'{name}' ({}) is not a GPIO device", d.driver)))
+            }
+        }
+    }
+
+    /// A PWM channel argument: a number, or a declared `pwm` device's name.
+    pub fn resolve_channel(&self, p: &PinRef) -> Result<u32, HwError> {
+        match p {
+            PinRef::Number(n) => Ok(*n),
+            PinRef::Name(name) => {
+                let d = self.device(name)?;
+                d.channel
+                    .ok_or_else(|| HwError::NotFound(format!("'{name}' ({}) is not a PWM device", d.driver)))
+            }
+        }
+    }
+
+    fn with_line<T>(&self, pin: u32, output: bool, f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>) -> Result<T, HwError> {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if !lines.contains_key(&pin) {
+            let line = self.open_line(pin, output)?;
+            lines.insert(pin, line);
+        }
+        let line = lines
+            .get_mut(&pin)
+            .ok_or_else(|| HwError::NotFound(format!("GPIO{pin} did not open")))?;
+        Ok(f(line.as_mut())?)
+    }
+
+    fn open_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
+        if let Some(sim) = &self.sim {
+            return sim
+                .line(pin)
+                .map(|l| Box::new(l) as Box<dyn Line>)
+                .ok_or_else(|| HwError::NotFound(format!("GPIO{pin} does not exist on the sim board")));
+        }
+        self.open_linux_line(pin, output)
+    }
+
+    #[cfg(all(target_os = "linux", feature = "linux"))]
+    fn open_linux_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
+        let chip = self.def.pins.chip.clone().unwrap_or_else(|| "/dev/gpiochip0".into());
+        Ok(crate::backend::linux::open_line(&chip, pin, output)?)
+    }
+
+    #[cfg(not(all(target_os = "linux", feature = "linux")))]
+    fn open_linux_line(&self, _pin: u32, _output: bool) -> Result<Box<dyn Line>, HwError> {
+        Err(HwError::Open("this build has no GPIO backend".into()))
+    }
+
+    /// Reads a line's level.
+    pub fn gpio_read(&self, pin: u32) -> Result<bool, HwError> {
+        self.with_line(pin, false, |l| l.read())
+    }
+
+    /// Drives a line.
+    pub fn gpio_write(&self, pin: u32, high: bool) -> Result<(), HwError> {
+        self.with_line(pin, true, |l| l.write(high))
+    }
+
+    /// Waits for an edge, up to `timeout`.
+    pub fn gpio_wait_edge(&self, pin: u32, edge: Edge, timeout: Duration) -> Result<Option<EdgeEvent>, HwError> {
+        // Open under the lock, then wait on a line of its own: a long wait must not block
+        // other pins.
+        let mut line = self.open_line(pin, false)?;
+        Ok(line.wait_edge(edge, timeout)?)
+    }
+
+    /// Sets a PWM channel; returns what the hardware set.
+    pub fn pwm_set(&self, channel: u32, frequency_hz: f64, duty: f64) -> Result<(f64, f64), HwError> {
+        let m = self.pwm.get(&channel).ok_or_else(|| {
+            HwError::NotFound(format!(
+                "no PWM channel {channel} on this board (channels: {})",
+                self.pwm.keys().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(g.set(frequency_hz, duty)?)
+    }
+
+    /// What a PWM channel is set to.
+    pub fn pwm_get(&self, channel: u32) -> Option<(f64, f64)> {
+        self.pwm
+            .get(&channel)
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).get())
+    }
+}
