@@ -285,36 +285,55 @@ impl BoardDef {
         self.i2c.first().map(|b| b.bus)
     }
 
-    /// Checks what the schema cannot: references between sections and duplicates.
+    /// Checks what the schema cannot: references between sections and duplicates. Each error
+    /// points at the offending key of the offending `[[device]]` (found through the TOML spans,
+    /// not by searching the text, so two devices with similar names are told apart).
     fn validate(&self, text: &str) -> Result<(), BoardError> {
-        let invalid = |needle: &str, message: String| BoardError::Invalid {
+        let invalid = |index: usize, key: &str, message: String| BoardError::Invalid {
             path: self.source.clone(),
-            line: find_line(text, needle),
+            line: device_key_line(text, index, key),
             message,
         };
         for (i, d) in self.device.iter().enumerate() {
-            if self.device[..i].iter().any(|o| o.name == d.name) {
+            if let Some(first) = self.device[..i].iter().position(|o| o.name == d.name) {
                 return Err(invalid(
-                    &format!("name = \"{}\"", d.name),
-                    format!("device name '{}' is declared twice", d.name),
+                    i,
+                    "name",
+                    format!(
+                        "device name '{}' is declared twice (first at line {}); names must be unique",
+                        d.name,
+                        device_key_line(text, first, "name")
+                    ),
                 ));
             }
             if let Some(bus) = d.bus {
                 let known =
                     self.i2c.iter().any(|b| b.bus == bus) || self.spi.iter().any(|s| s.bus == bus);
                 if !known {
+                    let declared: Vec<String> = self
+                        .i2c
+                        .iter()
+                        .map(|b| format!("i2c {}", b.bus))
+                        .chain(self.spi.iter().map(|s| format!("spi {}.{}", s.bus, s.cs)))
+                        .collect();
                     return Err(invalid(
-                        &format!("name = \"{}\"", d.name),
-                        format!("device '{}' is on bus {bus}, but no [[i2c]] or [[spi]] declares bus {bus}", d.name),
+                        i,
+                        "bus",
+                        format!(
+                            "device '{}' is on bus {bus}, but no [[i2c]] or [[spi]] declares bus {bus} (declared: {})",
+                            d.name,
+                            if declared.is_empty() { "none".into() } else { declared.join(", ") }
+                        ),
                     ));
                 }
             }
             if let Some(a) = d.address {
                 if a > 0x7f {
                     return Err(invalid(
-                        &format!("name = \"{}\"", d.name),
+                        i,
+                        "address",
                         format!(
-                            "device '{}': address 0x{a:x} is not a 7-bit address",
+                            "device '{}': address 0x{a:02x} is not a 7-bit address; expected 0x00-0x7f (8-bit addresses include the R/W bit: shift right by one)",
                             d.name
                         ),
                     ));
@@ -325,15 +344,35 @@ impl BoardDef {
     }
 }
 
+/// The 1-based line of `key` in the `index`th `[[device]]`, or of that device's table when the
+/// key is absent; 0 when the text cannot be located (it parsed once already, so rarely).
+fn device_key_line(text: &str, index: usize, key: &str) -> usize {
+    use toml::de::{DeTable, DeValue};
+    let Ok(root) = DeTable::parse(text) else {
+        return 0;
+    };
+    let Some((_, devices)) = root.get_ref().iter().find(|(k, _)| k.get_ref() == "device") else {
+        return 0;
+    };
+    let DeValue::Array(devices) = devices.get_ref() else {
+        return 0;
+    };
+    let Some(device) = devices.get(index) else {
+        return 0;
+    };
+    let at = match device.get_ref() {
+        DeValue::Table(t) => t
+            .iter()
+            .find(|(k, _)| k.get_ref() == key)
+            .map_or(device.span().start, |(k, _)| k.span().start),
+        _ => device.span().start,
+    };
+    line_col(text, at).0
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
-}
-
-fn find_line(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map_or(0, |i| i + 1)
 }

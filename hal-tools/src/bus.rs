@@ -60,6 +60,12 @@ impl embedded_hal::digital::Error for BusError {
     }
 }
 
+impl embedded_hal::spi::Error for BusError {
+    fn kind(&self) -> embedded_hal::spi::ErrorKind {
+        embedded_hal::spi::ErrorKind::Other
+    }
+}
+
 /// An I2C bus as the tools use it: embedded-hal's `I2c` with [`BusError`].
 pub trait I2cBus: i2c::I2c<Error = BusError> + Send {}
 impl<T: i2c::I2c<Error = BusError> + Send> I2cBus for T {}

@@ -1,0 +1,260 @@
+//! Every shipped board file loads, and broken ones are reported with file, line, column and what
+//! was expected.
+
+use covo_hal_tools::board::{BoardDef, BoardError};
+use covo_hal_tools::policy::BoardPolicy;
+use std::path::{Path, PathBuf};
+
+fn boards_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../boards")
+}
+
+fn shipped() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(boards_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_shipped_board_file_loads() {
+    let files = shipped();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "sim.toml",
+        "rpi4.toml",
+        "rpi5.toml",
+        "rpi-zero2w.toml",
+        "example-maker.toml",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    for f in &files {
+        let def = BoardDef::load(f).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(def.source, *f);
+        // Every board has a bus to talk on and a conservative transfer limit.
+        assert!(!def.i2c.is_empty(), "{}: no I2C bus", f.display());
+        assert_eq!(def.policy.max_transfer, Some(4096), "{}", f.display());
+        BoardPolicy::new(&def);
+    }
+}
+
+#[test]
+fn the_pi_board_files_state_the_real_paths_and_drive_nothing() {
+    for (file, chip, pwm_chip, pwm) in [
+        (
+            "rpi4.toml",
+            "/dev/gpiochip0",
+            "/sys/class/pwm/pwmchip0",
+            [(0, 18), (1, 19)],
+        ),
+        (
+            "rpi-zero2w.toml",
+            "/dev/gpiochip0",
+            "/sys/class/pwm/pwmchip0",
+            [(0, 18), (1, 19)],
+        ),
+        (
+            "rpi5.toml",
+            "/dev/gpiochip0",
+            "/sys/class/pwm/pwmchip2",
+            [(2, 18), (3, 19)],
+        ),
+    ] {
+        let def = BoardDef::load(&boards_dir().join(file)).unwrap();
+        assert_eq!(def.board.backend, "linux");
+        assert_eq!(def.i2c.len(), 1);
+        assert_eq!(def.i2c[0].bus, 1);
+        assert_eq!(def.i2c[0].path.as_deref(), Some("/dev/i2c-1"));
+        let spi: Vec<_> = def.spi.iter().map(|s| s.path.clone().unwrap()).collect();
+        assert_eq!(spi, ["/dev/spidev0.0", "/dev/spidev0.1"], "{file}");
+        assert_eq!(def.pins.chip.as_deref(), Some(chip), "{file}");
+        assert!(def.pins.available.iter().all(|p| (2..=27).contains(p)));
+        for busy in [2, 3, 7, 8, 9, 10, 11, 14, 15, 18, 19] {
+            assert!(!def.pins.available.contains(&busy), "{file}: GPIO{busy}");
+        }
+        let got: Vec<(u32, u32)> = def
+            .pwm
+            .iter()
+            .map(|p| (p.channel, p.pin.unwrap()))
+            .collect();
+        assert_eq!(got, pwm, "{file}");
+        assert!(def.pwm.iter().all(|p| p.chip.as_deref() == Some(pwm_chip)));
+        assert!(def.device.is_empty(), "{file}");
+        let p = BoardPolicy::new(&def);
+        assert_eq!(p.check_output(17).unwrap_err().rule, "gpio.outputs");
+        assert_eq!(
+            p.check_i2c_write(1, 0x76).unwrap_err().rule,
+            "i2c.write_allow"
+        );
+        assert_eq!(
+            p.check_pwm(pwm[0].0, 1000.0, 0.5).unwrap_err().rule,
+            "pwm.limits"
+        );
+        assert!(!def.policy.read_only);
+    }
+}
+
+#[test]
+fn the_maker_example_declares_what_the_maker_wired() {
+    let def = BoardDef::load(&boards_dir().join("example-maker.toml")).unwrap();
+    let climate = def.device("climate").unwrap();
+    assert_eq!(
+        (climate.driver.as_str(), climate.bus, climate.address),
+        ("bme280", Some(1), Some(0x76))
+    );
+    let oled = def.device("oled").unwrap();
+    assert_eq!(
+        (oled.driver.as_str(), oled.address),
+        ("ssd1306", Some(0x3c))
+    );
+    assert_eq!(def.device("pump").unwrap().pin, Some(17));
+    assert_eq!(def.device("fan").unwrap().channel, Some(0));
+    assert_eq!(def.pwm[0].pin, Some(18));
+    let usb = def.serial[0].usb.as_ref().unwrap();
+    assert_eq!((usb.vid.as_str(), usb.pid.as_str()), ("2e8a", "000a"));
+    assert_eq!(def.device("pico").unwrap().port.as_deref(), Some("pico"));
+
+    let p = BoardPolicy::new(&def);
+    p.check_i2c_write(1, 0x76).unwrap();
+    p.check_i2c_write(1, 0x3c).unwrap();
+    assert!(p.check_i2c_write(1, 0x77).is_err());
+    p.check_output(17).unwrap();
+    assert!(p.check_output(18).is_err());
+    p.check_pwm(0, 25_000.0, 0.4).unwrap();
+    assert!(p.check_pwm(0, 1_000.0, 0.4).is_err());
+    p.check_serial_write("pico").unwrap();
+}
+
+const GOOD: &str = r#"[board]
+name = "t"
+model = "test"
+
+[[i2c]]
+bus = 1
+
+[[device]]
+name = "climate"
+driver = "bme280"
+bus = 1
+address = 0x76
+
+[[device]]
+name = "climate2"
+driver = "bme280"
+bus = 1
+address = 0x77
+"#;
+
+fn parse_err(text: &str) -> (usize, usize, String) {
+    match BoardDef::parse(text, Path::new("boards/t.toml")).unwrap_err() {
+        e @ BoardError::Parse { .. } => {
+            let shown = e.to_string();
+            assert!(shown.starts_with("boards/t.toml:"), "{shown}");
+            let BoardError::Parse {
+                line,
+                column,
+                message,
+                ..
+            } = e
+            else {
+                unreachable!()
+            };
+            (line, column, message)
+        }
+        e @ BoardError::Invalid { .. } => {
+            let shown = e.to_string();
+            assert!(shown.starts_with("boards/t.toml:"), "{shown}");
+            let BoardError::Invalid { line, message, .. } = e else {
+                unreachable!()
+            };
+            (line, 0, message)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn the_good_text_parses() {
+    BoardDef::parse(GOOD, Path::new("boards/t.toml")).unwrap();
+}
+
+#[test]
+fn a_type_error_names_line_column_and_the_expected_type() {
+    let text = GOOD.replace("address = 0x77", "address = \"seventy\"");
+    let (line, column, message) = parse_err(&text);
+    assert_eq!(line, 18);
+    assert_eq!(column, 11, "the column of the value");
+    assert!(
+        message.contains("u8") || message.contains("integer"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unknown_key_names_the_key_and_the_keys_expected() {
+    let text = GOOD.replace("address = 0x77", "adress = 0x77");
+    let (line, column, message) = parse_err(&text);
+    assert_eq!((line, column), (18, 1));
+    assert!(message.contains("adress"), "{message}");
+    assert!(
+        message.contains("address"),
+        "lists what was expected: {message}"
+    );
+}
+
+#[test]
+fn a_device_on_an_undeclared_bus_points_at_that_device() {
+    let text = GOOD.replace("bus = 1\naddress = 0x77", "bus = 3\naddress = 0x77");
+    let (line, _, message) = parse_err(&text);
+    // The `bus` of climate2, though "climate" (line 9) is a prefix of its name.
+    assert_eq!(line, 17);
+    assert!(message.contains("bus 3"), "{message}");
+    assert!(message.contains("climate2"), "{message}");
+}
+
+#[test]
+fn a_duplicate_device_name_points_at_the_second_one() {
+    let text = GOOD.replace("name = \"climate2\"", "name = \"climate\"");
+    let (line, _, message) = parse_err(&text);
+    assert_eq!(line, 15, "the second declaration");
+    assert!(
+        message.contains("'climate'") && message.contains("twice"),
+        "{message}"
+    );
+    assert!(message.contains("line 9"), "names the first one: {message}");
+}
+
+#[test]
+fn an_address_beyond_seven_bits_is_refused_where_it_is_written() {
+    let text = GOOD.replace("address = 0x77", "address = 0x80");
+    let (line, _, message) = parse_err(&text);
+    assert_eq!(line, 18);
+    assert!(
+        message.contains("0x80") && message.contains("7-bit"),
+        "{message}"
+    );
+    // Larger than a byte: the schema itself refuses it, at the value.
+    let text = GOOD.replace("address = 0x77", "address = 0x176");
+    let (line, column, _) = parse_err(&text);
+    assert_eq!((line, column), (18, 11));
+}
+
+#[test]
+fn a_syntax_error_and_a_missing_file_are_reported_with_the_path() {
+    let (line, _, _) = parse_err("[board]\nname = \"t\nmodel = \"m\"\n");
+    assert_eq!(line, 2);
+    let e = BoardDef::load(Path::new("/nonexistent/board.toml")).unwrap_err();
+    assert!(matches!(e, BoardError::Read { .. }));
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/board.toml: cannot read"),
+        "{e}"
+    );
+}
