@@ -82,7 +82,7 @@ impl Hardware {
 
     #[cfg(all(target_os = "linux", feature = "linux"))]
     fn open_linux(def: BoardDef) -> Result<Hardware, HwError> {
-        use crate::backend::linux;
+        use crate::backend as linux;
         let mut i2c = BTreeMap::new();
         for b in &def.i2c {
             let path = b.path.clone().unwrap_or_else(|| format!("/dev/i2c-{}", b.bus));
@@ -306,7 +306,7 @@ impl Hardware {
     #[cfg(all(target_os = "linux", feature = "linux"))]
     fn open_linux_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
         let chip = self.def.pins.chip.clone().unwrap_or_else(|| "/dev/gpiochip0".into());
-        Ok(crate::backend::linux::open_line(&chip, pin, output)?)
+        Ok(crate::backend::open_line(&chip, pin, output)?)
     }
 
     #[cfg(not(all(target_os = "linux", feature = "linux")))]

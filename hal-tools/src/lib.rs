@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod board;
 pub mod bus;
+pub mod hw;
 pub mod policy;
 pub mod sim;
 pub mod values;
