@@ -338,3 +338,34 @@ fn only_the_declared_bus_exists() {
     assert!(board.i2c(0).is_none());
     let _: sim::SimI2c = board.i2c(1).unwrap();
 }
+
+#[test]
+fn the_sim_bme280_trimming_registers_hold_the_datasheet_example_packed_by_hand() {
+    // Declared again independently: little-endian words from BST-BME280-DS002 section 8.1,
+    // then dig_H1..dig_H6 with H4/H5 split into 12-bit nibble pairs at 0xE4..0xE6.
+    const CALIB_PT: [u8; 26] = [
+        0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, 0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B, 0x27, 0x0B, 0x8C,
+        0x00, 0xF9, 0xFF, 0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17, 0x00, 0x4B,
+    ];
+    const CALIB_H: [u8; 7] = [0x6A, 0x01, 0x00, 0x13, 0x29, 0x03, 0x1E];
+    let board = SimBoard::new();
+    let mut i2c = board.i2c(1).unwrap();
+    let mut pt = [0u8; 26];
+    i2c.write_read(0x76, &[0x88], &mut pt).unwrap();
+    assert_eq!(pt, CALIB_PT);
+    let mut h = [0u8; 7];
+    i2c.write_read(0x76, &[0xE1], &mut h).unwrap();
+    assert_eq!(h, CALIB_H);
+    assert_eq!(sim::Bme280Model::CTRL_MEAS, 0xF4);
+    assert_eq!(sim::Bme280Model::CTRL_HUM, 0xF2);
+    assert_eq!(sim::Bme280Model::PRESS_MSB, 0xF7);
+    assert_eq!(sim::Bh1750Model::ONE_TIME_H, 0x20);
+    assert_eq!(sim::Ssd1306Model::SET_COLUMN_ADDRESS, 0x21);
+}
+
+#[test]
+fn a_sim_board_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<SimBoard>();
+    shareable::<sim::SimI2c>();
+}
