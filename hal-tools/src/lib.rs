@@ -8,6 +8,8 @@
 //!   read-only mode. Pure checks; the gateway runs them inside its dispatch pipeline.
 //! - `bus`: the object-safe bus and line traits every backend provides, and their errors.
 //! - `sim`: the simulated board, modelled at register level behind the same traits.
+//! - `sensors`: reading sensors through their crates.io drivers (bme280, bmp280, bh1750).
+//! - `display`: text on an SSD1306 OLED through the `ssd1306` crate.
 //! - `backend`: concrete HALs (Linux kernel interfaces). No concrete HAL type is named outside it.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -15,7 +17,9 @@
 pub mod backend;
 pub mod board;
 pub mod bus;
+pub mod display;
 pub mod hw;
 pub mod policy;
+pub mod sensors;
 pub mod sim;
 pub mod values;

@@ -1,0 +1,282 @@
+//! Reading sensors through their crates.io drivers, on any bus with [`BusError`].
+//!
+//! Each read initialises the driver from scratch: the tool is stateless, and a sensor that was
+//! power-cycled or reset in between still reads correctly. Drivers:
+//! - `bme280`: temperature, humidity, pressure (crate `bme280`);
+//! - `bmp280`: temperature, pressure (the same crate accepts the BMP280 chip id 0x58);
+//! - `bh1750`: illuminance, one-time high-resolution measurement (crate `bh1750`).
+//!
+//! Further drivers (`sht4x`, `aht20`, `scd4x`, `ads1x1x`) slot in as one arm in [`read`] and
+//! one in [`quantities`].
+
+use crate::bus::BusError;
+use embedded_hal::delay::DelayNs;
+use embedded_hal::i2c::I2c;
+
+/// One measured value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantity {
+    /// What it is (`temperature`).
+    pub name: &'static str,
+    /// The value in `unit`.
+    pub value: f64,
+    /// The unit (`degC`).
+    pub unit: &'static str,
+}
+
+/// Why a sensor could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SensorError {
+    /// No driver by that name.
+    #[error("unknown sensor driver '{0}'; known: bme280, bmp280, bh1750")]
+    UnknownDriver(String),
+    /// The bus failed (a NACK means nothing answered at that address).
+    #[error(transparent)]
+    Bus(BusError),
+    /// The driver rejected what the device said (wrong chip id, bad data).
+    #[error("driver: {0}")]
+    Driver(String),
+}
+
+/// Drivers [`read`] knows.
+pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750"];
+
+/// The quantities a driver reports, as (name, unit); empty for an unknown driver.
+pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
+    match driver {
+        "bme280" => &[
+            ("temperature", "degC"),
+            ("humidity", "%RH"),
+            ("pressure", "hPa"),
+        ],
+        "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
+        "bh1750" => &[("illuminance", "lux")],
+        _ => &[],
+    }
+}
+
+/// Delays by sleeping the thread; drivers wait for conversions with it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StdDelay;
+
+impl DelayNs for StdDelay {
+    fn delay_ns(&mut self, ns: u32) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns as u64));
+    }
+}
+
+/// Reads every quantity of `driver` at `address`.
+pub fn read<I: I2c<Error = BusError>>(
+    driver: &str,
+    i2c: I,
+    address: u8,
+) -> Result<Vec<Quantity>, SensorError> {
+    let q = |i: usize, value: f64| {
+        let (name, unit) = quantities(driver)[i];
+        Quantity { name, value, unit }
+    };
+    match driver {
+        "bme280" | "bmp280" => {
+            let mut delay = StdDelay;
+            let mut sensor = bme280::i2c::BME280::new(i2c, address);
+            sensor.init(&mut delay).map_err(from_bme280)?;
+            let m = sensor.measure(&mut delay).map_err(from_bme280)?;
+            let (t, p) = (m.temperature as f64, m.pressure as f64 / 100.0);
+            Ok(if driver == "bme280" {
+                vec![q(0, t), q(1, m.humidity as f64), q(2, p)]
+            } else {
+                vec![q(0, t), q(1, p)]
+            })
+        }
+        "bh1750" => {
+            let mut sensor = bh1750::BH1750::new_custom_address(i2c, StdDelay, address);
+            sensor.power_on().map_err(from_bh1750)?;
+            let lux = sensor
+                .get_one_time_measurement(bh1750::Resolution::High)
+                .map_err(from_bh1750)?;
+            Ok(vec![q(0, lux as f64)])
+        }
+        other => Err(SensorError::UnknownDriver(other.to_string())),
+    }
+}
+
+fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
+    match e {
+        bme280::Error::Bus(b) => SensorError::Bus(b),
+        bme280::Error::UnsupportedChip => {
+            SensorError::Driver("chip id is neither BME280 (0x60) nor BMP280 (0x58)".into())
+        }
+        other => SensorError::Driver(format!("{other:?}")),
+    }
+}
+
+fn from_bh1750(e: bh1750::BH1750Error<BusError>) -> SensorError {
+    match e {
+        bh1750::BH1750Error::I2C(b) => SensorError::Bus(b),
+        other => SensorError::Driver(format!("{other:?}")),
+    }
+}
+
+/// What the drivers send, checked transaction by transaction against embedded-hal-mock. The
+/// register map is declared here a second time, from the datasheets, so a wrong constant in a
+/// model or a driver shows up.
+#[cfg(test)]
+// Binary literals are grouped by register bit field (osrs_t | osrs_p | mode), not by nibble.
+#[allow(clippy::unusual_byte_groupings)]
+pub(crate) mod tests {
+    use super::*;
+    use embedded_hal::i2c::{Error as _, ErrorKind, NoAcknowledgeSource};
+    use embedded_hal_mock::eh1::i2c::{Mock, Transaction as T};
+
+    /// The mock with `BusError`, keeping `write`, `read` and `write_read` apart (the mock
+    /// checks which one a driver called; `bus::Erased` funnels all into `transaction`).
+    pub(crate) struct MockBus(pub Mock);
+
+    impl embedded_hal::i2c::ErrorType for MockBus {
+        type Error = BusError;
+    }
+
+    impl I2c for MockBus {
+        fn read(&mut self, a: u8, buf: &mut [u8]) -> Result<(), BusError> {
+            self.0
+                .read(a, buf)
+                .map_err(|e| BusError::from_kind(e.kind(), a))
+        }
+        fn write(&mut self, a: u8, bytes: &[u8]) -> Result<(), BusError> {
+            self.0
+                .write(a, bytes)
+                .map_err(|e| BusError::from_kind(e.kind(), a))
+        }
+        fn write_read(&mut self, a: u8, bytes: &[u8], buf: &mut [u8]) -> Result<(), BusError> {
+            self.0
+                .write_read(a, bytes, buf)
+                .map_err(|e| BusError::from_kind(e.kind(), a))
+        }
+        fn transaction(
+            &mut self,
+            a: u8,
+            ops: &mut [embedded_hal::i2c::Operation<'_>],
+        ) -> Result<(), BusError> {
+            self.0
+                .transaction(a, ops)
+                .map_err(|e| BusError::from_kind(e.kind(), a))
+        }
+    }
+
+    // BME280 (BST-BME280-DS002, table 18)
+    const BME: u8 = 0x76;
+    const ID: u8 = 0xD0;
+    const RESET: u8 = 0xE0;
+    const CALIB00: u8 = 0x88;
+    const CALIB26: u8 = 0xE1;
+    const CTRL_HUM: u8 = 0xF2;
+    const CTRL_MEAS: u8 = 0xF4;
+    const CONFIG: u8 = 0xF5;
+    const PRESS_MSB: u8 = 0xF7;
+
+    /// The datasheet's worked example (section 8.1) for T and P, little-endian words; dig_H1 at
+    /// 0xA1 = 75.
+    const CALIB_PT: [u8; 26] = [
+        0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, // T1 27504, T2 26435, T3 -1000
+        0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B, // P1 36477, P2 -10685, P3 3024
+        0x27, 0x0B, 0x8C, 0x00, 0xF9, 0xFF, // P4 2855, P5 140, P6 -7
+        0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17, // P7 15500, P8 -14600, P9 6000
+        0x00, 0x4B, // reserved, H1 75
+    ];
+    /// H2 362, H3 0, H4 313 (0x13 << 4 | 0x9), H5 50 (0x03 << 4 | 0x2), H6 30.
+    const CALIB_H: [u8; 7] = [0x6A, 0x01, 0x00, 0x13, 0x29, 0x03, 0x1E];
+
+    fn bme280_init() -> Vec<T> {
+        vec![
+            T::write_read(BME, vec![ID], vec![0x60]),
+            T::write(BME, vec![RESET, 0xB6]),
+            T::write_read(BME, vec![CALIB00], CALIB_PT.to_vec()),
+            T::write_read(BME, vec![CALIB26], CALIB_H.to_vec()),
+            // sleeping, so no second reset
+            T::write_read(BME, vec![CTRL_MEAS], vec![0x00]),
+            T::write(BME, vec![CTRL_HUM, 0b001]),
+            T::write_read(BME, vec![CTRL_MEAS], vec![0x00]),
+            // osrs_t 2x, osrs_p 16x, sleep
+            T::write(BME, vec![CTRL_MEAS, 0b010_10100]),
+            T::write_read(BME, vec![CONFIG], vec![0x00]),
+            // IIR filter coefficient 16
+            T::write(BME, vec![CONFIG, 0b000_100_00]),
+        ]
+    }
+
+    #[test]
+    fn bme280_reads_the_chip_id_then_resets_calibrates_configures_and_forces_a_conversion() {
+        let mut expected = bme280_init();
+        expected.extend([
+            T::write_read(BME, vec![CTRL_MEAS], vec![0b010_10100]),
+            T::write_read(BME, vec![CTRL_MEAS], vec![0b010_10100]),
+            T::write(BME, vec![CTRL_MEAS, 0b010_10101]),
+            // adc_P 415148, adc_T 519888 (the datasheet example), adc_H 28004
+            T::write_read(
+                BME,
+                vec![PRESS_MSB],
+                vec![0x65, 0x5A, 0xC0, 0x7E, 0xED, 0x00, 0x6D, 0x64],
+            ),
+        ]);
+        let mut mock = Mock::new(&expected);
+        let q = read("bme280", MockBus(mock.clone()), BME).unwrap();
+        mock.done();
+        assert_eq!(q.len(), 3);
+        assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
+        assert!((q[0].value - 25.08).abs() < 0.01, "{q:?}");
+        assert_eq!((q[1].name, q[1].unit), ("humidity", "%RH"));
+        assert!((q[1].value - 43.88).abs() < 0.05, "{q:?}");
+        assert_eq!((q[2].name, q[2].unit), ("pressure", "hPa"));
+        assert!((q[2].value - 1006.5327).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn bme280_stops_at_a_chip_id_that_is_not_a_bosch_sensor() {
+        let mut mock = Mock::new(&[T::write_read(BME, vec![ID], vec![0x00])]);
+        let e = read("bme280", MockBus(mock.clone()), BME).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("chip id")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_nack_from_the_driver_comes_out_as_a_bus_nack() {
+        let mut mock = Mock::new(&[T::write_read(BME, vec![ID], vec![0x00])
+            .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
+        let e = read("bme280", MockBus(mock.clone()), BME).unwrap_err();
+        mock.done();
+        assert_eq!(e, SensorError::Bus(BusError::Nack(BME)));
+    }
+
+    // BH1750FVI (datasheet, instruction set architecture)
+    const BH: u8 = 0x23;
+    const POWER_ON: u8 = 0b0000_0001;
+    const ONE_TIME_H: u8 = 0b0010_0000;
+
+    #[test]
+    fn bh1750_powers_on_starts_a_one_time_high_resolution_measurement_and_reads_two_bytes() {
+        let mut mock = Mock::new(&[
+            T::write(BH, vec![POWER_ON]),
+            T::write(BH, vec![ONE_TIME_H]),
+            T::read(BH, vec![0x01, 0x90]),
+        ]);
+        let q = read("bh1750", MockBus(mock.clone()), BH).unwrap();
+        mock.done();
+        assert_eq!((q[0].name, q[0].unit), ("illuminance", "lux"));
+        assert!((q[0].value - 400.0 / 1.2).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn an_unknown_driver_is_refused_without_touching_the_bus() {
+        let mut mock = Mock::new(&[]);
+        let e = read("dht22", MockBus(mock.clone()), 0x40).unwrap_err();
+        mock.done();
+        assert_eq!(e, SensorError::UnknownDriver("dht22".into()));
+        assert!(quantities("dht22").is_empty());
+        for d in DRIVERS {
+            assert!(!quantities(d).is_empty(), "{d}");
+        }
+    }
+}
