@@ -220,7 +220,9 @@ mod tests {
     #[test]
     fn the_readme_configuration_example_is_a_valid_config() {
         let readme = include_str!("../../README.md");
-        let start = readme.find("```toml\nprofile =").expect("the README has a covo.toml example");
+        let start = readme
+            .find("```toml\nprofile =")
+            .expect("the README has a covo.toml example");
         let body = &readme[start + "```toml\n".len()..];
         let body = &body[..body.find("```").unwrap()];
         let c = Config::parse(body, Path::new("README.md")).unwrap();

@@ -58,7 +58,11 @@ impl Board {
     /// The hardware, opened on first use. An open failure is remembered and reported each time.
     pub fn hardware(&self) -> Result<Arc<Hardware>, String> {
         self.hw
-            .get_or_init(|| Hardware::open(self.def.clone()).map(Arc::new).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                Hardware::open(self.def.clone())
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
             .clone()
     }
 
@@ -70,7 +74,9 @@ impl Board {
             "i2c" if d.i2c.is_empty() => Some("this board declares no I2C bus".into()),
             "spi" if d.spi.is_empty() => Some("this board declares no SPI bus".into()),
             "serial" if d.serial.is_empty() => Some("this board declares no serial port".into()),
-            "display" if !has_driver(&|x| x == "ssd1306") => Some("this board declares no display".into()),
+            "display" if !has_driver(&|x| x == "ssd1306") => {
+                Some("this board declares no display".into())
+            }
             "sensors" if !has_driver(&|x| !covo_hal_tools::sensors::quantities(x).is_empty()) => {
                 Some("this board declares no sensor".into())
             }
@@ -91,7 +97,9 @@ pub fn tool_error(tool: &str, e: HwError) -> ToolError {
             tool: tool.into(),
             message: b.to_string(),
             hint: Some(match b {
-                covo_hal_tools::bus::BusError::Nack(_) => "check the address with i2c_scan, and the wiring and power".into(),
+                covo_hal_tools::bus::BusError::Nack(_) => {
+                    "check the address with i2c_scan, and the wiring and power".into()
+                }
                 _ => "the bus may recover; retry once, then check the wiring".into(),
             }),
         },
@@ -148,18 +156,26 @@ impl Policy for BoardPolicyCheck {
         // Arguments that do not parse are left to the executor, which uses the same parsers and
         // refuses them as invalid; nothing runs on an interpretation the policy did not see.
         let p = &self.board.policy;
-        let address = args.get("address").and_then(|v| values::address("address", v).ok());
+        let address = args
+            .get("address")
+            .and_then(|v| values::address("address", v).ok());
         let count = args.get("count").and_then(Value::as_u64).unwrap_or(0) as usize;
         let r = match spec.name {
             "i2c_read" | "i2c_write_read" | "i2c_read_register" => address
                 .map_or(Ok(()), |a| p.check_address(a))
                 .and_then(|_| p.check_transfer(count.max(Self::len(args, "data")))),
             "i2c_write" => match (self.bus(args), address) {
-                (Some(b), Some(a)) => p.check_i2c_write(b, a).and_then(|_| p.check_transfer(Self::len(args, "data"))),
+                (Some(b), Some(a)) => p
+                    .check_i2c_write(b, a)
+                    .and_then(|_| p.check_transfer(Self::len(args, "data"))),
                 _ => Ok(()),
             },
-            "spi_transfer" | "spi_write" => p.check_writable().and_then(|_| p.check_transfer(Self::len(args, "data"))),
-            "gpio_write" => self.pin(args.get("pin")).map_or(Ok(()), |pin| p.check_output(pin)),
+            "spi_transfer" | "spi_write" => p
+                .check_writable()
+                .and_then(|_| p.check_transfer(Self::len(args, "data"))),
+            "gpio_write" => self
+                .pin(args.get("pin"))
+                .map_or(Ok(()), |pin| p.check_output(pin)),
             "pwm_set" => match self.channel(args.get("channel")) {
                 Some(ch) => {
                     let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(-1.0);
@@ -171,10 +187,21 @@ impl Policy for BoardPolicyCheck {
                 }
                 None => Ok(()),
             },
-            "serial_write" | "serial_request" => args
-                .get("port")
-                .and_then(Value::as_str)
-                .map_or(Ok(()), |port| p.check_serial_write(port)),
+            "serial_write" | "serial_request" => {
+                args.get("port")
+                    .and_then(Value::as_str)
+                    .map_or(Ok(()), |port| {
+                        // Checked by declared name, whether the call named the port or its path.
+                        let name = self
+                            .board
+                            .def
+                            .serial
+                            .iter()
+                            .find(|s| s.name == port || s.path.as_deref() == Some(port))
+                            .map_or(port, |s| s.name.as_str());
+                        p.check_serial_write(name)
+                    })
+            }
             "display_text" | "display_clear" => {
                 let name = args
                     .get("display")
@@ -227,7 +254,10 @@ pub fn opt<T>(
     key: &str,
     f: impl Fn(&str, &Value) -> Result<T, values::ValueError>,
 ) -> Result<Option<T>, crate::error::CallError> {
-    args.get(key).map(|v| f(key, v)).transpose().map_err(|e| invalid(cx, e))
+    args.get(key)
+        .map(|v| f(key, v))
+        .transpose()
+        .map_err(|e| invalid(cx, e))
 }
 
 /// Required argument `key` parsed with `f`.
@@ -237,5 +267,6 @@ pub fn req<T>(
     key: &str,
     f: impl Fn(&str, &Value) -> Result<T, values::ValueError>,
 ) -> Result<T, crate::error::CallError> {
-    opt(cx, args, key, f)?.ok_or_else(|| ToolError::invalid(cx.tool.name, &format!("/{key}"), "is required").into())
+    opt(cx, args, key, f)?
+        .ok_or_else(|| ToolError::invalid(cx.tool.name, &format!("/{key}"), "is required").into())
 }

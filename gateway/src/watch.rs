@@ -95,7 +95,9 @@ impl Rule {
                     (WatchState::Pending(since), false)
                 }
             }
-            WatchState::Fired if self.op.rearmed(v, self.threshold, self.hysteresis) => (WatchState::Armed, false),
+            WatchState::Fired if self.op.rearmed(v, self.threshold, self.hysteresis) => {
+                (WatchState::Armed, false)
+            }
             WatchState::Fired => (WatchState::Fired, false),
         }
     }
@@ -132,11 +134,18 @@ fn fire_action(rt: &Runtime, w: &Watch, v: f64, unit: &str) -> String {
         w.quantity,
         w.op,
         w.threshold,
-        if w.for_secs > 0 { format!(" for {}s", w.for_secs) } else { String::new() }
+        if w.for_secs > 0 {
+            format!(" for {}s", w.for_secs)
+        } else {
+            String::new()
+        }
     );
     let report = match &w.tool {
         Some(tool) => {
-            let args = w.arguments.clone().unwrap_or(Value::Object(Default::default()));
+            let args = w
+                .arguments
+                .clone()
+                .unwrap_or(Value::Object(Default::default()));
             match rt.call(&session, Via::Watch, tool, args) {
                 Ok(r) => format!("{what}; ran {tool}: {r}"),
                 Err(e) => format!("{what}; {tool} failed: {e}"),

@@ -11,6 +11,7 @@ use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::sim::{Fault, SimBoard};
 use serde_json::{json, Value};
+use serialport::SerialPort;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -22,15 +23,22 @@ fn cli(home: &std::path::Path, args: &[&str]) -> (i32, Value) {
         .env_remove("COVO_CONFIG")
         .output()
         .unwrap();
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{args:?}: not JSON: {}", String::from_utf8_lossy(&out.stdout)));
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{args:?}: not JSON: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
     (out.status.code().unwrap_or(-1), v)
 }
 
 #[test]
 fn sensor_read_through_the_cli_gives_a_plausible_temperature_in_celsius() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, v) = cli(dir.path(), &["tools", "call", "sensor_read", r#"{"sensor":"climate"}"#]);
+    let (code, v) = cli(
+        dir.path(),
+        &["tools", "call", "sensor_read", r#"{"sensor":"climate"}"#],
+    );
     assert_eq!(code, 0, "{v}");
     let t = v["readings"]
         .as_array()
@@ -43,14 +51,37 @@ fn sensor_read_through_the_cli_gives_a_plausible_temperature_in_celsius() {
     assert!((10.0..=35.0).contains(&c), "{c}");
     assert!(v["at"].as_str().unwrap().ends_with('Z'));
     // The reading was logged: history sees it from another process.
-    let (code, h) = cli(dir.path(), &["tools", "call", "sensor_history", r#"{"sensor":"climate","quantity":"temperature","window":"1h"}"#]);
+    let (code, h) = cli(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "sensor_history",
+            r#"{"sensor":"climate","quantity":"temperature","window":"1h"}"#,
+        ],
+    );
     assert_eq!(code, 0, "{h}");
     assert_eq!(h["quantities"][0]["count"], 1);
-    let (code, csv) = cli(dir.path(), &["tools", "call", "sensor_export_csv", r#"{"sensor":"climate"}"#]);
+    let (code, csv) = cli(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "sensor_export_csv",
+            r#"{"sensor":"climate"}"#,
+        ],
+    );
     assert_eq!(code, 0, "{csv}");
     let text = std::fs::read_to_string(csv["artifact"].as_str().unwrap()).unwrap();
-    assert!(text.starts_with("at,sensor,quantity,value,unit\n"), "{text}");
-    assert_eq!(text.lines().count(), 1 + 3, "temperature, humidity, pressure");
+    assert!(
+        text.starts_with("at,sensor,quantity,value,unit\n"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().count(),
+        1 + 3,
+        "temperature, humidity, pressure"
+    );
 }
 
 #[test]
@@ -58,7 +89,12 @@ fn i2c_scan_finds_the_three_sim_devices_and_prints_a_grid() {
     let dir = tempfile::tempdir().unwrap();
     let (code, v) = cli(dir.path(), &["tools", "call", "i2c_scan", "{}"]);
     assert_eq!(code, 0, "{v}");
-    let found: Vec<&str> = v["found"].as_array().unwrap().iter().map(|f| f["address"].as_str().unwrap()).collect();
+    let found: Vec<&str> = v["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["address"].as_str().unwrap())
+        .collect();
     assert_eq!(found, ["0x23", "0x3c", "0x76"]);
     let grid = v["grid"].as_str().unwrap();
     assert!(grid.contains("70: -- -- -- -- -- -- 76 --"), "{grid}");
@@ -68,13 +104,37 @@ fn i2c_scan_finds_the_three_sim_devices_and_prints_a_grid() {
 #[test]
 fn raw_i2c_tools_accept_and_show_hex() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_read_register", r#"{"address":"0x76","register":"0xD0"}"#]);
+    let (code, v) = cli(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "i2c_read_register",
+            r#"{"address":"0x76","register":"0xD0"}"#,
+        ],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["registers"][0]["hex"], "0x60", "BME280 chip id");
-    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_write_read", r#"{"address":118,"data":"d0","count":1}"#]);
+    let (code, v) = cli(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "i2c_write_read",
+            r#"{"address":118,"data":"d0","count":1}"#,
+        ],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["read"]["hex"], "60");
-    let (code, v) = cli(dir.path(), &["tools", "call", "i2c_write", r#"{"address":"0x76","data":"f4 27"}"#]);
+    let (code, v) = cli(
+        dir.path(),
+        &[
+            "tools",
+            "call",
+            "i2c_write",
+            r#"{"address":"0x76","data":"f4 27"}"#,
+        ],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["written"]["hex"], "f4 27");
 }
@@ -87,18 +147,55 @@ fn gpio_pwm_display_and_board_tools_work_on_the_sim() {
         assert_eq!(code, 0, "{args:?}: {v}");
         v
     };
-    assert_eq!(ok(&["tools", "call", "gpio_write", r#"{"pin":"relay","level":1}"#])["level"], 1);
-    assert_eq!(ok(&["tools", "call", "gpio_read", r#"{"pin":"button"}"#])["pin"], 27);
-    assert_eq!(ok(&["tools", "call", "pwm_set", r#"{"channel":"fan","duty":0.5,"frequency_hz":25000}"#])["duty"], 0.5);
-    assert_eq!(ok(&["tools", "call", "display_text", r#"{"lines":["hello","world"]}"#])["display"], "oled");
+    assert_eq!(
+        ok(&[
+            "tools",
+            "call",
+            "gpio_write",
+            r#"{"pin":"relay","level":1}"#
+        ])["level"],
+        1
+    );
+    assert_eq!(
+        ok(&["tools", "call", "gpio_read", r#"{"pin":"button"}"#])["pin"],
+        27
+    );
+    assert_eq!(
+        ok(&[
+            "tools",
+            "call",
+            "pwm_set",
+            r#"{"channel":"fan","duty":0.5,"frequency_hz":25000}"#
+        ])["duty"],
+        0.5
+    );
+    assert_eq!(
+        ok(&[
+            "tools",
+            "call",
+            "display_text",
+            r#"{"lines":["hello","world"]}"#
+        ])["display"],
+        "oled"
+    );
     ok(&["tools", "call", "display_clear", "{}"]);
     let info = ok(&["tools", "call", "board_info", "{}"]);
     assert_eq!(info["name"], "sim");
     assert_eq!(info["policy"]["outputs"], json!([17]));
     let devices = ok(&["tools", "call", "device_list", "{}"]);
-    let climate = devices["devices"].as_array().unwrap().iter().find(|d| d["name"] == "climate").unwrap();
+    let climate = devices["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "climate")
+        .unwrap();
     assert_eq!(climate["status"], "present");
-    let e = ok(&["tools", "call", "gpio_wait_edge", r#"{"pin":"button","timeout_ms":50}"#]);
+    let e = ok(&[
+        "tools",
+        "call",
+        "gpio_wait_edge",
+        r#"{"pin":"button","timeout_ms":50}"#,
+    ]);
     assert_eq!(e["timed_out"], true);
 }
 
@@ -106,11 +203,27 @@ fn gpio_pwm_display_and_board_tools_work_on_the_sim() {
 fn policy_refusals_name_their_rule_directly_and_through_tool_call() {
     let dir = tempfile::tempdir().unwrap();
     for (tool, args, rule) in [
-        ("i2c_write", r#"{"address":"0x50","data":"00"}"#, "i2c.write_allow"),
-        ("i2c_write", r#"{"address":"0x03","data":"00"}"#, "i2c.reserved"),
-        ("gpio_write", r#"{"pin":"button","level":1}"#, "gpio.outputs"),
+        (
+            "i2c_write",
+            r#"{"address":"0x50","data":"00"}"#,
+            "i2c.write_allow",
+        ),
+        (
+            "i2c_write",
+            r#"{"address":"0x03","data":"00"}"#,
+            "i2c.reserved",
+        ),
+        (
+            "gpio_write",
+            r#"{"pin":"button","level":1}"#,
+            "gpio.outputs",
+        ),
         ("gpio_write", r#"{"pin":4,"level":1}"#, "gpio.outputs"),
-        ("pwm_set", r#"{"channel":"fan","duty":0.5,"frequency_hz":100000}"#, "pwm.limits"),
+        (
+            "pwm_set",
+            r#"{"channel":"fan","duty":0.5,"frequency_hz":100000}"#,
+            "pwm.limits",
+        ),
     ] {
         let (code, v) = cli(dir.path(), &["tools", "call", tool, args]);
         assert_eq!(code, 1, "{tool} {args}: {v}");
@@ -129,7 +242,12 @@ fn scripted() -> (Runtime, SimBoard) {
     let mut opts = RuntimeOptions::new(Config::default());
     opts.board = Some(Arc::new(Board::with_hardware(hw)));
     opts.approver = Box::new(AutoApprove);
-    (Runtime::new(opts).unwrap().with_store(Store::in_memory().unwrap()), sim)
+    (
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+        sim,
+    )
 }
 
 fn err(r: Result<Value, CallError>) -> ToolError {
@@ -144,13 +262,18 @@ fn injected_faults_become_structured_errors_and_later_calls_still_work() {
     let (rt, sim) = scripted();
     let s = Session::new("hw", "cli");
     let read = || rt.call(&s, Via::Direct, "sensor_read", json!({"sensor": "climate"}));
-    sim.inject(Fault::Nack { address: 0x76, times: 1 });
+    sim.inject(Fault::Nack {
+        address: 0x76,
+        times: 1,
+    });
     let e = err(read());
     assert!(e.to_string().contains("0x76"), "{e}");
     assert!(matches!(&e, ToolError::Failed { hint: Some(h), .. } if h.contains("i2c_scan")));
     read().unwrap();
     sim.inject(Fault::Timeout { times: 1 });
-    assert!(err(rt.call(&s, Via::Direct, "i2c_scan", json!({}))).to_string().contains("timed out"));
+    assert!(err(rt.call(&s, Via::Direct, "i2c_scan", json!({})))
+        .to_string()
+        .contains("timed out"));
     rt.call(&s, Via::Direct, "i2c_scan", json!({})).unwrap();
     sim.inject(Fault::StuckLine);
     assert!(err(read()).to_string().contains("stuck"));
@@ -163,7 +286,12 @@ fn a_timed_pulse_drives_the_relay_and_releases_it() {
     let (rt, sim) = scripted();
     let s = Session::new("hw", "cli");
     let v = rt
-        .call(&s, Via::Direct, "gpio_write", json!({"pin": "relay", "level": 1, "pulse_ms": 30}))
+        .call(
+            &s,
+            Via::Direct,
+            "gpio_write",
+            json!({"pin": "relay", "level": 1, "pulse_ms": 30}),
+        )
         .unwrap();
     assert_eq!(v["level"], 0);
     let log = sim.output_log(17);
@@ -181,7 +309,12 @@ fn waiting_for_the_button_sees_an_injected_press() {
         sim.press(27);
     });
     let v = rt
-        .call(&s, Via::Direct, "gpio_wait_edge", json!({"pin": "button", "edge": "falling", "timeout_ms": 5000}))
+        .call(
+            &s,
+            Via::Direct,
+            "gpio_wait_edge",
+            json!({"pin": "button", "edge": "falling", "timeout_ms": 5000}),
+        )
         .unwrap();
     presser.join().unwrap();
     assert_eq!(v["edge"], "falling", "{v}");
@@ -191,9 +324,16 @@ fn waiting_for_the_button_sees_an_injected_press() {
 fn display_text_lands_in_the_sim_framebuffer() {
     let (rt, sim) = scripted();
     let s = Session::new("hw", "cli");
-    rt.call(&s, Via::Direct, "display_text", json!({"lines": ["21.4 C", "45 %RH"]})).unwrap();
+    rt.call(
+        &s,
+        Via::Direct,
+        "display_text",
+        json!({"lines": ["21.4 C", "45 %RH"]}),
+    )
+    .unwrap();
     assert!(sim.framebuffer_text().contains('#'));
-    rt.call(&s, Via::Direct, "display_clear", json!({})).unwrap();
+    rt.call(&s, Via::Direct, "display_clear", json!({}))
+        .unwrap();
     assert!(!sim.framebuffer_text().contains('#'));
 }
 
@@ -203,7 +343,173 @@ fn hardware_tools_are_visible_on_the_gateway_platform_but_spi_is_not_on_the_sim(
     let call = rt.model_call(&Session::new("hw", "cli"));
     let names: Vec<&str> = call.tools.iter().map(|t| t.spec.name).collect();
     assert!(names.contains(&"sensor_read") && names.contains(&"i2c_scan"));
-    assert!(!names.contains(&"spi_transfer"), "the sim declares no SPI bus");
-    let e = err(rt.call(&Session::new("hw", "cli"), Via::Direct, "spi_transfer", json!({"data": "00"})));
+    assert!(
+        !names.contains(&"spi_transfer"),
+        "the sim declares no SPI bus"
+    );
+    let e = err(rt.call(
+        &Session::new("hw", "cli"),
+        Via::Direct,
+        "spi_transfer",
+        json!({"data": "00"}),
+    ));
     assert!(e.to_string().contains("no SPI bus"), "{e}");
+}
+
+#[test]
+fn serial_request_gets_an_at_reply_from_the_sim_echo_port() {
+    let (rt, _) = scripted();
+    let s = Session::new("hw", "cli");
+    let v = rt
+        .call(
+            &s,
+            Via::Direct,
+            "serial_request",
+            json!({"port": "echo", "text": "AT"}),
+        )
+        .unwrap();
+    assert_eq!(v["reply"]["text"], "OK\r\n", "{v}");
+    rt.call(
+        &s,
+        Via::Direct,
+        "serial_write",
+        json!({"port": "echo", "hex": "68 69 0a"}),
+    )
+    .unwrap();
+    let v = rt
+        .call(
+            &s,
+            Via::Direct,
+            "serial_read",
+            json!({"port": "echo", "delimiter": "\n", "timeout_ms": 500}),
+        )
+        .unwrap();
+    assert_eq!(v["read"]["text"], "hi\n");
+    assert_eq!(v["stopped_by"], "delimiter");
+    let e = err(rt.call(
+        &s,
+        Via::Direct,
+        "serial_write",
+        json!({"port": "/dev/ttyUSB9", "text": "x"}),
+    ));
+    assert!(e.to_string().contains("not declared"), "{e}");
+}
+
+#[test]
+fn watches_fire_once_after_their_duration_and_run_their_tool_through_the_policy() {
+    use covo_hal_tools::sim::Environment;
+    let (rt, sim) = scripted();
+    let s = Session::new("hw", "cli");
+    let hot = Environment {
+        temperature_c: 31.0,
+        ..sim.environment()
+    };
+    sim.set_environment(hot);
+    let w = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "climate", "quantity": "temperature", "op": ">", "threshold": 30, "action": "tool",
+                   "tool": "gpio_write", "arguments": {"pin": "relay", "level": 1}}),
+        )
+        .unwrap();
+    assert_eq!(w["state"], "armed");
+    let r = rt
+        .call(&s, Via::Direct, "sensor_read", json!({"sensor": "climate"}))
+        .unwrap();
+    assert_eq!(r["watches_fired"].as_array().unwrap().len(), 1, "{r}");
+    assert!(
+        sim.level(17),
+        "the relay was switched on through the pipeline"
+    );
+    let r = rt
+        .call(&s, Via::Direct, "sensor_read", json!({"sensor": "climate"}))
+        .unwrap();
+    assert!(
+        r["watches_fired"].as_array().unwrap().is_empty(),
+        "fires once until re-armed"
+    );
+    let list = rt.call(&s, Via::Direct, "watch_list", json!({})).unwrap();
+    assert_eq!(list["watches"][0]["fired_count"], 1);
+    assert_eq!(list["watches"][0]["state"], "fired");
+    // A watch whose tool the policy refuses still fires, and reports the refusal.
+    rt.call(
+        &s,
+        Via::Direct,
+        "watch_create",
+        json!({"sensor": "climate", "quantity": "temperature", "op": ">", "threshold": 30, "action": "tool",
+               "tool": "gpio_write", "arguments": {"pin": "button", "level": 1}}),
+    )
+    .unwrap();
+    let r = rt
+        .call(&s, Via::Direct, "sensor_read", json!({"sensor": "climate"}))
+        .unwrap();
+    let fired = r["watches_fired"][0].as_str().unwrap();
+    assert!(fired.contains("gpio.outputs"), "{fired}");
+    let audit: i64 = rt
+        .store()
+        .unwrap()
+        .conn()
+        .query_row("SELECT COUNT(*) FROM audit WHERE via = 'watch'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(audit, 2);
+}
+
+#[test]
+fn a_watch_on_an_unknown_quantity_is_refused_with_what_the_sensor_measures() {
+    let (rt, _) = scripted();
+    let e = err(rt.call(
+        &Session::new("hw", "cli"),
+        Via::Direct,
+        "watch_create",
+        json!({"sensor": "climate", "quantity": "co2", "op": ">", "threshold": 1000}),
+    ));
+    assert!(e.to_string().contains("temperature"), "{e}");
+}
+
+#[test]
+fn serial_tools_work_against_a_real_pseudo_terminal() {
+    use std::io::{Read, Write};
+    let (mut master, slave) = serialport::TTYPort::pair().expect("a pty pair");
+    let slave_path = slave.name().expect("the pty has a path");
+    let toml = format!(
+        "[board]\nname = \"pty\"\nmodel = \"test\"\nbackend = \"linux\"\n[[serial]]\nname = \"modem\"\npath = \"{slave_path}\"\nbaud = 9600\n"
+    );
+    let def = BoardDef::parse(&toml, std::path::Path::new("pty.toml")).unwrap();
+    let mut opts = RuntimeOptions::new(Config::default());
+    opts.board = Some(Arc::new(Board::from_def(def)));
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    );
+    // The device on the other end answers one AT command.
+    master
+        .set_timeout(std::time::Duration::from_secs(2))
+        .unwrap();
+    let modem = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut b = [0u8; 64];
+        while !got.ends_with(b"\r\n") {
+            let n = master.read(&mut b).unwrap();
+            got.extend_from_slice(&b[..n]);
+        }
+        master.write_all(b"+CSQ: 17,0\r\n").unwrap();
+        (String::from_utf8(got).unwrap(), master)
+    });
+    let v = rt
+        .call(
+            &Session::new("pty", "cli"),
+            Via::Direct,
+            "serial_request",
+            json!({"port": "modem", "text": "AT+CSQ"}),
+        )
+        .unwrap();
+    let (sent, _master) = modem.join().unwrap();
+    assert_eq!(sent, "AT+CSQ\r\n");
+    assert_eq!(v["reply"]["text"], "+CSQ: 17,0\r\n", "{v}");
+    drop(slave);
 }

@@ -111,11 +111,11 @@ fn a_missing_required_field_is_named() {
 #[test]
 fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
     let rt = runtime("full");
-    let e = respond(rt.call(&session(), Via::Direct, "i2c_scan", json!({})));
+    let e = respond(rt.call(&session(), Via::Direct, "mcu_info", json!({})));
     assert_eq!(
         e,
         ToolError::Unavailable {
-            tool: "i2c_scan".into(),
+            tool: "mcu_info".into(),
             reason: "not implemented".into()
         }
     );

@@ -2,7 +2,8 @@
 //! per bus. Every operation takes the bus lock (with a timeout) for its whole duration, so a
 //! sensor driver's multi-step read and a raw `i2c_read` never interleave.
 
-use crate::board::{BoardDef, DeviceDef};
+use crate::backend::{SerialIo, SpiDev};
+use crate::board::{BoardDef, DeviceDef, SerialDef};
 use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
 use crate::sensors::{self, Quantity};
 use crate::sim::SimBoard;
@@ -41,6 +42,7 @@ pub struct Hardware {
     i2c: BTreeMap<u8, Mutex<DynI2c>>,
     lines: Mutex<BTreeMap<u32, Box<dyn Line>>>,
     pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
+    spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
 }
 
@@ -55,18 +57,25 @@ impl Hardware {
         let i2c = def
             .i2c
             .iter()
-            .filter_map(|b| sim.i2c(b.bus).map(|h| (b.bus, Mutex::new(DynI2c(Box::new(h))))))
+            .filter_map(|b| {
+                sim.i2c(b.bus)
+                    .map(|h| (b.bus, Mutex::new(DynI2c(Box::new(h)))))
+            })
             .collect();
         let pwm = def
             .pwm
             .iter()
-            .filter_map(|p| sim.pwm(p.channel).map(|c| (p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>))))
+            .filter_map(|p| {
+                sim.pwm(p.channel)
+                    .map(|c| (p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>)))
+            })
             .collect();
         Hardware {
             def,
             i2c,
             lines: Mutex::new(BTreeMap::new()),
             pwm,
+            spi: BTreeMap::new(),
             sim: Some(sim),
         }
     }
@@ -76,7 +85,9 @@ impl Hardware {
         match def.board.backend.as_str() {
             "sim" => Ok(Self::sim_with(def, SimBoard::new())),
             "linux" => Self::open_linux(def),
-            other => Err(HwError::Open(format!("unknown backend '{other}' (expected sim or linux)"))),
+            other => Err(HwError::Open(format!(
+                "unknown backend '{other}' (expected sim or linux)"
+            ))),
         }
     }
 
@@ -85,7 +96,10 @@ impl Hardware {
         use crate::backend as linux;
         let mut i2c = BTreeMap::new();
         for b in &def.i2c {
-            let path = b.path.clone().unwrap_or_else(|| format!("/dev/i2c-{}", b.bus));
+            let path = b
+                .path
+                .clone()
+                .unwrap_or_else(|| format!("/dev/i2c-{}", b.bus));
             match linux::open_i2c(&path) {
                 Ok(bus) => {
                     i2c.insert(b.bus, Mutex::new(DynI2c(bus)));
@@ -95,12 +109,32 @@ impl Hardware {
         }
         let mut pwm = BTreeMap::new();
         for p in &def.pwm {
-            let chip = p.chip.clone().unwrap_or_else(|| "/sys/class/pwm/pwmchip0".into());
+            let chip = p
+                .chip
+                .clone()
+                .unwrap_or_else(|| "/sys/class/pwm/pwmchip0".into());
             match linux::SysfsPwm::open(std::path::Path::new(&chip), p.channel) {
                 Ok(c) => {
                     pwm.insert(p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>));
                 }
-                Err(e) => tracing::warn!(channel = p.channel, %chip, error = %e, "PWM channel unavailable"),
+                Err(e) => {
+                    tracing::warn!(channel = p.channel, %chip, error = %e, "PWM channel unavailable")
+                }
+            }
+        }
+        let mut spi = BTreeMap::new();
+        for d in &def.spi {
+            let path = d
+                .path
+                .clone()
+                .unwrap_or_else(|| format!("/dev/spidev{}.{}", d.bus, d.cs));
+            match linux::open_spi(&path, d.max_speed_hz.unwrap_or(1_000_000)) {
+                Ok(dev) => {
+                    spi.insert((d.bus, d.cs), Mutex::new(dev));
+                }
+                Err(e) => {
+                    tracing::warn!(bus = d.bus, cs = d.cs, %path, error = %e, "SPI device unavailable")
+                }
             }
         }
         Ok(Hardware {
@@ -108,13 +142,16 @@ impl Hardware {
             i2c,
             lines: Mutex::new(BTreeMap::new()),
             pwm,
+            spi,
             sim: None,
         })
     }
 
     #[cfg(not(all(target_os = "linux", feature = "linux")))]
     fn open_linux(_def: BoardDef) -> Result<Hardware, HwError> {
-        Err(HwError::Open("this build has no Linux backend (feature `linux`)".into()))
+        Err(HwError::Open(
+            "this build has no Linux backend (feature `linux`)".into(),
+        ))
     }
 
     /// The board definition.
@@ -142,7 +179,11 @@ impl Hardware {
         let m = self.i2c.get(&bus).ok_or_else(|| {
             HwError::NotFound(format!(
                 "no I2C bus {bus} on this board (buses: {})",
-                self.i2c.keys().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+                self.i2c
+                    .keys()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
         let deadline = Instant::now() + LOCK_TIMEOUT;
@@ -188,7 +229,13 @@ impl Hardware {
     }
 
     /// Writes, then reads `n` bytes, in one repeated-start transaction.
-    pub fn i2c_write_read(&self, bus: u8, address: u8, data: &[u8], n: usize) -> Result<Vec<u8>, HwError> {
+    pub fn i2c_write_read(
+        &self,
+        bus: u8,
+        address: u8,
+        data: &[u8],
+        n: usize,
+    ) -> Result<Vec<u8>, HwError> {
         let mut buf = vec![0u8; n];
         self.lock_bus(bus)?.write_read(address, data, &mut buf)?;
         Ok(buf)
@@ -199,7 +246,12 @@ impl Hardware {
         self.def.device(name).ok_or_else(|| {
             HwError::NotFound(format!(
                 "no device '{name}' is declared (declared: {})",
-                self.def.device.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")
+                self.def
+                    .device
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })
     }
@@ -208,7 +260,10 @@ impl Hardware {
     pub fn sensor_read(&self, name: &str) -> Result<Vec<Quantity>, HwError> {
         let d = self.device(name)?;
         if sensors::quantities(&d.driver).is_empty() {
-            return Err(HwError::NotFound(format!("'{name}' ({}) is not a sensor", d.driver)));
+            return Err(HwError::NotFound(format!(
+                "'{name}' ({}) is not a sensor",
+                d.driver
+            )));
         }
         let bus = self.bus_or_default(d.bus)?;
         let address = d
@@ -225,7 +280,8 @@ impl Hardware {
     pub fn display_text(&self, name: &str, lines: &[String]) -> Result<(), HwError> {
         let (bus, address) = self.display(name)?;
         let mut g = self.lock_bus(bus)?;
-        crate::display::show_text(&mut *g, address, lines).map_err(|e| HwError::Sensor(e.to_string()))
+        crate::display::show_text(&mut *g, address, lines)
+            .map_err(|e| HwError::Sensor(e.to_string()))
     }
 
     /// Clears a declared display.
@@ -238,7 +294,10 @@ impl Hardware {
     fn display(&self, name: &str) -> Result<(u8, u8), HwError> {
         let d = self.device(name)?;
         if d.driver != "ssd1306" {
-            return Err(HwError::NotFound(format!("'{name}' ({}) is not a display", d.driver)));
+            return Err(HwError::NotFound(format!(
+                "'{name}' ({}) is not a display",
+                d.driver
+            )));
         }
         let bus = self.bus_or_default(d.bus)?;
         let address = d
@@ -249,7 +308,11 @@ impl Hardware {
 
     /// The first declared display, the default for display tools.
     pub fn default_display(&self) -> Option<&str> {
-        self.def.device.iter().find(|d| d.driver == "ssd1306").map(|d| d.name.as_str())
+        self.def
+            .device
+            .iter()
+            .find(|d| d.driver == "ssd1306")
+            .map(|d| d.name.as_str())
     }
 
     /// A pin argument as a BCM number: numbers must be on the board, names must be declared.
@@ -259,12 +322,16 @@ impl Hardware {
                 if self.def.pins.available.is_empty() || self.def.pins.available.contains(n) {
                     Ok(*n)
                 } else {
-                    Err(HwError::NotFound(format!("GPIO{n} is not available on this board")))
+                    Err(HwError::NotFound(format!(
+                        "GPIO{n} is not available on this board"
+                    )))
                 }
             }
             PinRef::Name(name) => {
                 let d = self.device(name)?;
-                d.pin.ok_or_else(|| HwError::NotFound(format!("'{name}' ({}) is not a GPIO device", d.driver)))
+                d.pin.ok_or_else(|| {
+                    HwError::NotFound(format!("'{name}' ({}) is not a GPIO device", d.driver))
+                })
             }
         }
     }
@@ -275,21 +342,24 @@ impl Hardware {
             PinRef::Number(n) => Ok(*n),
             PinRef::Name(name) => {
                 let d = self.device(name)?;
-                d.channel
-                    .ok_or_else(|| HwError::NotFound(format!("'{name}' ({}) is not a PWM device", d.driver)))
+                d.channel.ok_or_else(|| {
+                    HwError::NotFound(format!("'{name}' ({}) is not a PWM device", d.driver))
+                })
             }
         }
     }
 
-    fn with_line<T>(&self, pin: u32, output: bool, f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>) -> Result<T, HwError> {
+    fn with_line<T>(
+        &self,
+        pin: u32,
+        output: bool,
+        f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>,
+    ) -> Result<T, HwError> {
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        if !lines.contains_key(&pin) {
-            let line = self.open_line(pin, output)?;
-            lines.insert(pin, line);
-        }
-        let line = lines
-            .get_mut(&pin)
-            .ok_or_else(|| HwError::NotFound(format!("GPIO{pin} did not open")))?;
+        let line = match lines.entry(pin) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(self.open_line(pin, output)?),
+        };
         Ok(f(line.as_mut())?)
     }
 
@@ -298,14 +368,21 @@ impl Hardware {
             return sim
                 .line(pin)
                 .map(|l| Box::new(l) as Box<dyn Line>)
-                .ok_or_else(|| HwError::NotFound(format!("GPIO{pin} does not exist on the sim board")));
+                .ok_or_else(|| {
+                    HwError::NotFound(format!("GPIO{pin} does not exist on the sim board"))
+                });
         }
         self.open_linux_line(pin, output)
     }
 
     #[cfg(all(target_os = "linux", feature = "linux"))]
     fn open_linux_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
-        let chip = self.def.pins.chip.clone().unwrap_or_else(|| "/dev/gpiochip0".into());
+        let chip = self
+            .def
+            .pins
+            .chip
+            .clone()
+            .unwrap_or_else(|| "/dev/gpiochip0".into());
         Ok(crate::backend::open_line(&chip, pin, output)?)
     }
 
@@ -325,7 +402,12 @@ impl Hardware {
     }
 
     /// Waits for an edge, up to `timeout`.
-    pub fn gpio_wait_edge(&self, pin: u32, edge: Edge, timeout: Duration) -> Result<Option<EdgeEvent>, HwError> {
+    pub fn gpio_wait_edge(
+        &self,
+        pin: u32,
+        edge: Edge,
+        timeout: Duration,
+    ) -> Result<Option<EdgeEvent>, HwError> {
         // Open under the lock, then wait on a line of its own: a long wait must not block
         // other pins.
         let mut line = self.open_line(pin, false)?;
@@ -333,11 +415,20 @@ impl Hardware {
     }
 
     /// Sets a PWM channel; returns what the hardware set.
-    pub fn pwm_set(&self, channel: u32, frequency_hz: f64, duty: f64) -> Result<(f64, f64), HwError> {
+    pub fn pwm_set(
+        &self,
+        channel: u32,
+        frequency_hz: f64,
+        duty: f64,
+    ) -> Result<(f64, f64), HwError> {
         let m = self.pwm.get(&channel).ok_or_else(|| {
             HwError::NotFound(format!(
                 "no PWM channel {channel} on this board (channels: {})",
-                self.pwm.keys().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+                self.pwm
+                    .keys()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
         let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
@@ -349,5 +440,153 @@ impl Hardware {
         self.pwm
             .get(&channel)
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).get())
+    }
+
+    /// Full-duplex SPI transfer on `bus`/`cs` (default: the first declared); returns what was read.
+    pub fn spi_transfer(
+        &self,
+        bus: Option<u8>,
+        cs: Option<u8>,
+        data: &[u8],
+    ) -> Result<Vec<u8>, HwError> {
+        let key = self.spi_key(bus, cs)?;
+        let m = self
+            .spi
+            .get(&key)
+            .ok_or_else(|| HwError::NotFound(format!("SPI {}.{} did not open", key.0, key.1)))?;
+        let mut buf = data.to_vec();
+        m.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .transfer_in_place(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Writes on `bus`/`cs`, discarding what is read.
+    pub fn spi_write(&self, bus: Option<u8>, cs: Option<u8>, data: &[u8]) -> Result<(), HwError> {
+        let key = self.spi_key(bus, cs)?;
+        let m = self
+            .spi
+            .get(&key)
+            .ok_or_else(|| HwError::NotFound(format!("SPI {}.{} did not open", key.0, key.1)))?;
+        m.lock().unwrap_or_else(|p| p.into_inner()).write(data)?;
+        Ok(())
+    }
+
+    fn spi_key(&self, bus: Option<u8>, cs: Option<u8>) -> Result<(u8, u8), HwError> {
+        let d = self
+            .def
+            .spi
+            .iter()
+            .find(|d| bus.is_none_or(|b| b == d.bus) && cs.is_none_or(|c| c == d.cs))
+            .ok_or_else(|| HwError::NotFound("no such SPI bus/chip-select on this board".into()))?;
+        Ok((d.bus, d.cs))
+    }
+
+    /// The declared serial port with this name or path.
+    pub fn serial_def(&self, port: &str) -> Result<&SerialDef, HwError> {
+        self.def
+            .serial
+            .iter()
+            .find(|s| s.name == port || s.path.as_deref() == Some(port))
+            .ok_or_else(|| {
+                HwError::NotFound(format!(
+                    "serial port '{port}' is not declared on this board (declared: {})",
+                    self.def
+                        .serial
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// Opens a declared serial port, found by USB ids when it declares them (device paths get
+    /// renumbered), else by path.
+    pub fn open_serial(
+        &self,
+        port: &str,
+        baud: Option<u32>,
+        timeout: Duration,
+    ) -> Result<Box<dyn SerialIo>, HwError> {
+        let d = self.serial_def(port)?;
+        if let (Some(sim), Some(path)) = (&self.sim, d.path.as_deref()) {
+            if let Some(name) = path.strip_prefix("sim:") {
+                let mut p = sim.serial(name).ok_or_else(|| {
+                    HwError::NotFound(format!("the sim has no serial device '{name}'"))
+                })?;
+                p.set_timeout(timeout);
+                return Ok(Box::new(p));
+            }
+        }
+        let path = match &d.usb {
+            Some(usb) => {
+                let ports = crate::backend::list_ports();
+                crate::backend::match_port(usb, &ports)?.path.clone()
+            }
+            None => d.path.clone().ok_or_else(|| {
+                HwError::NotFound(format!(
+                    "serial port '{}' declares neither a path nor USB ids",
+                    d.name
+                ))
+            })?,
+        };
+        self.open_serial_path(&path, baud.or(d.baud).unwrap_or(115_200), timeout)
+    }
+
+    #[cfg(all(target_os = "linux", feature = "linux"))]
+    fn open_serial_path(
+        &self,
+        path: &str,
+        baud: u32,
+        timeout: Duration,
+    ) -> Result<Box<dyn SerialIo>, HwError> {
+        Ok(crate::backend::open_serial(path, baud, timeout)?)
+    }
+
+    #[cfg(not(all(target_os = "linux", feature = "linux")))]
+    fn open_serial_path(
+        &self,
+        _path: &str,
+        _baud: u32,
+        _timeout: Duration,
+    ) -> Result<Box<dyn SerialIo>, HwError> {
+        Err(HwError::Open("this build has no serial backend".into()))
+    }
+}
+
+/// Reads from a port until `delimiter` (when given) has been read, `max` bytes have arrived, or
+/// `timeout` has passed; returns what arrived and why it stopped.
+pub fn read_until(
+    port: &mut dyn SerialIo,
+    delimiter: Option<&[u8]>,
+    max: usize,
+    timeout: Duration,
+) -> Result<(Vec<u8>, &'static str), HwError> {
+    let deadline = Instant::now() + timeout;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        if let Some(d) = delimiter {
+            if !d.is_empty() && out.windows(d.len()).any(|w| w == d) {
+                return Ok((out, "delimiter"));
+            }
+        }
+        if out.len() >= max {
+            out.truncate(max);
+            return Ok((out, "max_bytes"));
+        }
+        if Instant::now() >= deadline {
+            return Ok((out, "timeout"));
+        }
+        match port.read(&mut buf[..(max - out.len()).min(256)]) {
+            Ok(0) => std::thread::sleep(Duration::from_millis(2)),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::TimedOut
+                    || e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(HwError::Bus(BusError::Other(e.to_string()))),
+        }
     }
 }

@@ -20,9 +20,9 @@ pub mod watches;
 pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, Turn};
 pub use memory::{Memory, MemoryHit};
 pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
+pub use readings::Reading;
 pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
-pub use readings::Reading;
 pub use usage::TurnUsage;
 pub use watches::{NewWatch, Watch, WatchState};
 

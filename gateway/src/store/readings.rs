@@ -32,7 +32,12 @@ pub struct Reading {
 
 impl Store {
     /// Logs the quantities of one reading, all at time `at`, in one transaction.
-    pub fn log_reading(&self, sensor: &str, at: &str, quantities: &[(&str, f64, &str)]) -> Result<(), StoreError> {
+    pub fn log_reading(
+        &self,
+        sensor: &str,
+        at: &str,
+        quantities: &[(&str, f64, &str)],
+    ) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         {

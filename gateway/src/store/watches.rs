@@ -179,7 +179,11 @@ impl Store {
     pub fn watch(&self, id: i64) -> Result<Option<Watch>, StoreError> {
         Ok(self
             .conn()
-            .query_row(&format!("SELECT {COLUMNS} FROM watches WHERE id = ?1"), [id], row)
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM watches WHERE id = ?1"),
+                [id],
+                row,
+            )
             .optional()?)
     }
 
@@ -194,13 +198,20 @@ impl Store {
     /// The watches on one sensor.
     pub fn watches_for(&self, sensor: &str) -> Result<Vec<Watch>, StoreError> {
         let conn = self.conn();
-        let mut st = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM watches WHERE sensor = ?1 ORDER BY id"))?;
+        let mut st = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM watches WHERE sensor = ?1 ORDER BY id"
+        ))?;
         let rows = st.query_map([sensor], row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Records a watch's new state, and the firing time when it fired.
-    pub fn set_watch_state(&self, id: i64, state: WatchState, fired_at: Option<DateTime<Utc>>) -> Result<(), StoreError> {
+    pub fn set_watch_state(
+        &self,
+        id: i64,
+        state: WatchState,
+        fired_at: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError> {
         let (s, since) = match state {
             WatchState::Armed => ("armed", None),
             WatchState::Pending(t) => ("pending", Some(t.to_rfc3339())),
@@ -221,7 +232,8 @@ impl Store {
     pub fn delete_watch(&self, id: i64) -> Result<Option<Watch>, StoreError> {
         let w = self.watch(id)?;
         if w.is_some() {
-            self.conn().execute("DELETE FROM watches WHERE id = ?1", [id])?;
+            self.conn()
+                .execute("DELETE FROM watches WHERE id = ?1", [id])?;
         }
         Ok(w)
     }

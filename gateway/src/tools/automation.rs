@@ -2,10 +2,10 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 use crate::store::NewWatch;
 use crate::watch::{Op, Rule};
 use serde_json::{json, Value};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "automation";
 
@@ -54,7 +54,9 @@ pub(crate) static TOOLS: &[ToolDef] = &[
 
 fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let rt = cx.runtime();
-    let invalid = |path: &str, msg: String| -> CallError { ToolError::invalid(cx.tool.name, path, msg).into() };
+    let invalid = |path: &str, msg: String| -> CallError {
+        ToolError::invalid(cx.tool.name, path, msg).into()
+    };
     let sensor = args["sensor"].as_str().unwrap_or_default();
     let quantity = args["quantity"].as_str().unwrap_or_default();
     let def = rt.board().def();
@@ -62,11 +64,19 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .device(sensor)
         .map(|d| d.driver.clone())
         .filter(|d| !covo_hal_tools::sensors::quantities(d).is_empty())
-        .ok_or_else(|| invalid("/sensor", format!("'{sensor}' is not a declared sensor (sensor_list shows them)")))?;
+        .ok_or_else(|| {
+            invalid(
+                "/sensor",
+                format!("'{sensor}' is not a declared sensor (sensor_list shows them)"),
+            )
+        })?;
     let known = covo_hal_tools::sensors::quantities(&driver);
     if !known.iter().any(|(q, _)| *q == quantity) {
         let names: Vec<&str> = known.iter().map(|(q, _)| *q).collect();
-        return Err(invalid("/quantity", format!("'{sensor}' measures {}", names.join(", "))));
+        return Err(invalid(
+            "/quantity",
+            format!("'{sensor}' measures {}", names.join(", ")),
+        ));
     }
     let op = Op::parse(args["op"].as_str().unwrap_or_default())
         .ok_or_else(|| invalid("/op", "expected one of > >= < <=".into()))?;
@@ -74,14 +84,27 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let for_secs = match args.get("for").and_then(Value::as_str) {
         None => 0,
         Some(f) => super::sensors::window(f)
-            .ok_or_else(|| invalid("/for", format!("'{f}' is not a duration like 30s, 5m or 1h")))?
+            .ok_or_else(|| {
+                invalid(
+                    "/for",
+                    format!("'{f}' is not a duration like 30s, 5m or 1h"),
+                )
+            })?
             .num_seconds(),
     };
-    let hysteresis = args.get("hysteresis").and_then(Value::as_f64).unwrap_or(0.0).abs();
-    let action = args.get("action").and_then(Value::as_str).unwrap_or("notify");
+    let hysteresis = args
+        .get("hysteresis")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+        .abs();
+    let action = args
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("notify");
     let tool = args.get("tool").and_then(Value::as_str);
     if action == "tool" {
-        let name = tool.ok_or_else(|| invalid("/tool", "action 'tool' needs a tool name".into()))?;
+        let name =
+            tool.ok_or_else(|| invalid("/tool", "action 'tool' needs a tool name".into()))?;
         let target = rt.lookup(name).map_err(CallError::from)?;
         let targs = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
         rt.validate(&target.spec, &targs).map_err(|e| match e {
@@ -89,7 +112,10 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
                 tool: cx.tool.name.into(),
                 problems: problems
                     .into_iter()
-                    .map(|p| crate::error::ArgProblem { path: format!("/arguments{}", p.path), problem: p.problem })
+                    .map(|p| crate::error::ArgProblem {
+                        path: format!("/arguments{}", p.path),
+                        problem: p.problem,
+                    })
                     .collect(),
             },
             other => other,
@@ -98,10 +124,19 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let w = cx.store()?.create_watch(&NewWatch {
         sensor,
         quantity,
-        rule: Rule { op, threshold, for_secs, hysteresis },
+        rule: Rule {
+            op,
+            threshold,
+            for_secs,
+            hysteresis,
+        },
         message: args.get("message").and_then(Value::as_str),
         tool: if action == "tool" { tool } else { None },
-        arguments: if action == "tool" { args.get("arguments") } else { None },
+        arguments: if action == "tool" {
+            args.get("arguments")
+        } else {
+            None
+        },
         session: &cx.session.id,
         channel: &cx.session.channel,
     })?;
@@ -115,12 +150,19 @@ fn watch_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
 
 fn watch_delete(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let raw = args["id"].as_str().unwrap_or_default();
-    let id: i64 = raw
-        .trim_start_matches(['w', '#'])
-        .parse()
-        .map_err(|_| ToolError::invalid(cx.tool.name, "/id", format!("'{raw}' is not a watch id (watch_list shows them)")))?;
+    let id: i64 = raw.trim_start_matches(['w', '#']).parse().map_err(|_| {
+        ToolError::invalid(
+            cx.tool.name,
+            "/id",
+            format!("'{raw}' is not a watch id (watch_list shows them)"),
+        )
+    })?;
     match cx.store()?.delete_watch(id)? {
         Some(w) => Ok(json!({"deleted": w.to_json()})),
-        None => Err(ToolError::NotFound { what: "watch".into(), id: raw.into() }.into()),
+        None => Err(ToolError::NotFound {
+            what: "watch".into(),
+            id: raw.into(),
+        }
+        .into()),
     }
 }

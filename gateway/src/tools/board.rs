@@ -2,9 +2,9 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 use covo_hal_tools::values;
 use serde_json::{json, Value};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "board";
 

@@ -3,8 +3,8 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::hardware;
-use serde_json::{json, Value};
 use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use serde_json::{json, Value};
 
 const TOOLSET: &str = "display";
 
@@ -51,9 +51,14 @@ fn display_text(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let lines: Vec<String> = args
         .get("lines")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|l| l.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
-    hw.display_text(&name, &lines).map_err(|e| hardware::fail(cx, e))?;
+    hw.display_text(&name, &lines)
+        .map_err(|e| hardware::fail(cx, e))?;
     Ok(json!({"display": name, "lines": lines}))
 }
 

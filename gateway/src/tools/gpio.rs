@@ -3,12 +3,12 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::hardware::{self, opt, req};
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 use covo_hal_tools::bus::Edge;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
 use std::time::Duration;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "gpio";
 
@@ -92,12 +92,18 @@ fn gpio_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let hw = hardware::hw(cx)?;
     let pin = pin(cx, &args, &hw)?;
     let level = args.get("level").and_then(Value::as_u64).unwrap_or(0) == 1;
-    let pulse = opt(cx, &args, "pulse_ms", |k, v| values::bounded(k, v, MAX_PULSE_MS))?;
-    hw.gpio_write(pin, level).map_err(|e| hardware::fail(cx, e))?;
+    let pulse = opt(cx, &args, "pulse_ms", |k, v| {
+        values::bounded(k, v, MAX_PULSE_MS)
+    })?;
+    hw.gpio_write(pin, level)
+        .map_err(|e| hardware::fail(cx, e))?;
     if let Some(ms) = pulse {
         std::thread::sleep(Duration::from_millis(ms));
-        hw.gpio_write(pin, !level).map_err(|e| hardware::fail(cx, e))?;
-        return Ok(json!({"pin": pin, "pulsed": level as u8, "for_ms": ms, "level": (!level) as u8}));
+        hw.gpio_write(pin, !level)
+            .map_err(|e| hardware::fail(cx, e))?;
+        return Ok(
+            json!({"pin": pin, "pulsed": level as u8, "for_ms": ms, "level": (!level) as u8}),
+        );
     }
     Ok(json!({"pin": pin, "level": level as u8}))
 }
@@ -110,7 +116,10 @@ fn gpio_wait_edge(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         "falling" => Edge::Falling,
         _ => Edge::Both,
     };
-    let timeout = opt(cx, &args, "timeout_ms", |k, v| values::bounded(k, v, MAX_WAIT_MS))?.unwrap_or(10_000);
+    let timeout = opt(cx, &args, "timeout_ms", |k, v| {
+        values::bounded(k, v, MAX_WAIT_MS)
+    })?
+    .unwrap_or(10_000);
     match hw
         .gpio_wait_edge(pin, edge, Duration::from_millis(timeout))
         .map_err(|e| hardware::fail(cx, e))?
@@ -129,7 +138,14 @@ fn pwm_set(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let ch = req(cx, &args, "channel", values::pin)?;
     let channel = hw.resolve_channel(&ch).map_err(|e| hardware::fail(cx, e))?;
     let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(0.0);
-    let freq = args.get("frequency_hz").and_then(Value::as_f64).unwrap_or(DEFAULT_PWM_HZ);
-    let (f, d) = hw.pwm_set(channel, freq, duty).map_err(|e| hardware::fail(cx, e))?;
-    Ok(json!({"channel": channel, "frequency_hz": f, "duty": d, "percent": (d * 1000.0).round() / 10.0}))
+    let freq = args
+        .get("frequency_hz")
+        .and_then(Value::as_f64)
+        .unwrap_or(DEFAULT_PWM_HZ);
+    let (f, d) = hw
+        .pwm_set(channel, freq, duty)
+        .map_err(|e| hardware::fail(cx, e))?;
+    Ok(
+        json!({"channel": channel, "frequency_hz": f, "duty": d, "percent": (d * 1000.0).round() / 10.0}),
+    )
 }

@@ -3,10 +3,10 @@
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::{self, opt, req};
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "i2c";
 
@@ -139,8 +139,12 @@ fn i2c_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let n = count(cx, &args, None)?;
-    let data = hw.i2c_read(bus, address, n).map_err(|e| hardware::fail(cx, e))?;
-    Ok(json!({"bus": bus, "address": values::show_address(address), "read": values::show_bytes(&data)}))
+    let data = hw
+        .i2c_read(bus, address, n)
+        .map_err(|e| hardware::fail(cx, e))?;
+    Ok(
+        json!({"bus": bus, "address": values::show_address(address), "read": values::show_bytes(&data)}),
+    )
 }
 
 fn i2c_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
@@ -148,8 +152,11 @@ fn i2c_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let data = req(cx, &args, "data", values::bytes)?;
-    hw.i2c_write(bus, address, &data).map_err(|e| hardware::fail(cx, e))?;
-    Ok(json!({"bus": bus, "address": values::show_address(address), "written": values::show_bytes(&data)}))
+    hw.i2c_write(bus, address, &data)
+        .map_err(|e| hardware::fail(cx, e))?;
+    Ok(
+        json!({"bus": bus, "address": values::show_address(address), "written": values::show_bytes(&data)}),
+    )
 }
 
 fn i2c_write_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
@@ -158,7 +165,9 @@ fn i2c_write_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let address = req(cx, &args, "address", values::address)?;
     let data = req(cx, &args, "data", values::bytes)?;
     let n = count(cx, &args, None)?;
-    let read = hw.i2c_write_read(bus, address, &data, n).map_err(|e| hardware::fail(cx, e))?;
+    let read = hw
+        .i2c_write_read(bus, address, &data, n)
+        .map_err(|e| hardware::fail(cx, e))?;
     Ok(json!({
         "bus": bus,
         "address": values::show_address(address),
@@ -197,5 +206,7 @@ fn i2c_read_register(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             }
         })
         .collect();
-    Ok(json!({"bus": bus, "address": values::show_address(address), "width": width, "registers": registers}))
+    Ok(
+        json!({"bus": bus, "address": values::show_address(address), "width": width, "registers": registers}),
+    )
 }

@@ -3,10 +3,10 @@
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware;
+use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 use covo_hal_tools::{sensors, values};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
 
 const TOOLSET: &str = "sensors";
 
@@ -99,9 +99,16 @@ pub fn read_and_log(rt: &crate::runtime::Runtime, name: &str) -> Result<Value, R
     rt.store()
         .and_then(|s| s.log_reading(name, &at, &rows))
         .map_err(ReadFailure::Store)?;
-    let values: Vec<(String, f64, String)> = qs.iter().map(|q| (q.name.to_string(), q.value, q.unit.to_string())).collect();
-    let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now()).map_err(ReadFailure::Store)?;
-    let driver = hw.device(name).map(|d| d.driver.clone()).unwrap_or_default();
+    let values: Vec<(String, f64, String)> = qs
+        .iter()
+        .map(|q| (q.name.to_string(), q.value, q.unit.to_string()))
+        .collect();
+    let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now())
+        .map_err(ReadFailure::Store)?;
+    let driver = hw
+        .device(name)
+        .map(|d| d.driver.clone())
+        .unwrap_or_default();
     Ok(json!({
         "sensor": name,
         "driver": driver,
@@ -126,7 +133,11 @@ pub enum ReadFailure {
 }
 
 fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = args
+        .get("sensor")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     read_and_log(cx.runtime(), &name).map_err(|f| match f {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
         ReadFailure::Hw(e) => hardware::fail(cx, e),
@@ -149,12 +160,23 @@ pub(crate) fn window(s: &str) -> Option<chrono::Duration> {
     }
 }
 
-fn time_arg(cx: &Cx<'_>, args: &Value, key: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, CallError> {
+fn time_arg(
+    cx: &Cx<'_>,
+    args: &Value,
+    key: &str,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, CallError> {
     match args.get(key).and_then(Value::as_str) {
         None => Ok(None),
         Some(t) => chrono::DateTime::parse_from_rfc3339(t)
             .map(|t| Some(t.with_timezone(&chrono::Utc)))
-            .map_err(|_| ToolError::invalid(cx.tool.name, &format!("/{key}"), format!("'{t}' is not an RFC 3339 time")).into()),
+            .map_err(|_| {
+                ToolError::invalid(
+                    cx.tool.name,
+                    &format!("/{key}"),
+                    format!("'{t}' is not an RFC 3339 time"),
+                )
+                .into()
+            }),
     }
 }
 
@@ -166,12 +188,17 @@ fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
         None => {
             let w = args.get("window").and_then(Value::as_str).unwrap_or("24h");
             let d = window(w).ok_or_else(|| {
-                ToolError::invalid(cx.tool.name, "/window", format!("'{w}' is not a window like 30m, 24h or 7d"))
+                ToolError::invalid(
+                    cx.tool.name,
+                    "/window",
+                    format!("'{w}' is not a window like 30m, 24h or 7d"),
+                )
             })?;
             until - d
         }
     };
-    let fmt = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let fmt =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     Ok((fmt(since), fmt(until)))
 }
 
@@ -188,7 +215,10 @@ fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
 }
 
 fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default();
+    let name = args
+        .get("sensor")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     known_sensor(cx, name)?;
     let quantity = args.get("quantity").and_then(Value::as_str);
     let (since, until) = range(cx, &args)?;
@@ -229,7 +259,10 @@ fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args.get("sensor").and_then(Value::as_str).unwrap_or_default();
+    let name = args
+        .get("sensor")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     known_sensor(cx, name)?;
     let quantity = args.get("quantity").and_then(Value::as_str);
     let (since, until) = range(cx, &args)?;
