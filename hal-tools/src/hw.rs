@@ -127,7 +127,7 @@ impl Hardware {
             let path = d
                 .path
                 .clone()
-                .unwrap_or_else(|| format!("/dev/spidev{}.{}", d.bus, d.cs));
+                .unwrap_or_else(|| linux::default_spi_path(d.bus, d.cs));
             match linux::open_spi(&path, d.max_speed_hz.unwrap_or(1_000_000)) {
                 Ok(dev) => {
                     spi.insert((d.bus, d.cs), Mutex::new(dev));

@@ -137,3 +137,8 @@ mod tests {
         assert_eq!(e, BusError::Timeout);
     }
 }
+
+/// The kernel's device path for SPI `bus`, chip select `cs`.
+pub fn default_spi_path(bus: u8, cs: u8) -> String {
+    format!("/dev/spidev{bus}.{cs}")
+}
