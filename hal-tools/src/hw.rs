@@ -44,6 +44,7 @@ pub struct Hardware {
     pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
     spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
+    no_delays: std::sync::atomic::AtomicBool,
 }
 
 impl Hardware {
@@ -77,6 +78,7 @@ impl Hardware {
             pwm,
             spi: BTreeMap::new(),
             sim: Some(sim),
+            no_delays: Default::default(),
         }
     }
 
@@ -144,6 +146,7 @@ impl Hardware {
             pwm,
             spi,
             sim: None,
+            no_delays: Default::default(),
         })
     }
 
@@ -152,6 +155,13 @@ impl Hardware {
         Err(HwError::Open(
             "this build has no Linux backend (feature `linux`)".into(),
         ))
+    }
+
+    /// Makes sensor drivers skip their conversion waits. Only meaningful on the sim, whose
+    /// devices convert at once: benchmarks use it to measure dispatch without device time.
+    pub fn skip_driver_delays(&self, skip: bool) {
+        self.no_delays
+            .store(skip, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The board definition.
@@ -270,7 +280,12 @@ impl Hardware {
             .address
             .ok_or_else(|| HwError::NotFound(format!("sensor '{name}' declares no address")))?;
         let mut g = self.lock_bus(bus)?;
-        sensors::read(&d.driver, &mut *g, address).map_err(|e| match e {
+        let r = if self.no_delays.load(std::sync::atomic::Ordering::Relaxed) {
+            sensors::read_with(&d.driver, &mut *g, address, sensors::NoDelay)
+        } else {
+            sensors::read(&d.driver, &mut *g, address)
+        };
+        r.map_err(|e| match e {
             sensors::SensorError::Bus(b) => HwError::Bus(b),
             other => HwError::Sensor(other.to_string()),
         })

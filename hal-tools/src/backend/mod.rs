@@ -104,6 +104,11 @@ pub(crate) fn file_error(what: &str, path: &Path, e: &io::Error) -> BusError {
     }
 }
 
+/// The kernel's device path for SPI `bus`, chip select `cs`.
+pub fn default_spi_path(bus: u8, cs: u8) -> String {
+    format!("/dev/spidev{bus}.{cs}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,9 +141,4 @@ mod tests {
         );
         assert_eq!(e, BusError::Timeout);
     }
-}
-
-/// The kernel's device path for SPI `bus`, chip select `cs`.
-pub fn default_spi_path(bus: u8, cs: u8) -> String {
-    format!("/dev/spidev{bus}.{cs}")
 }
