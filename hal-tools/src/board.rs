@@ -186,6 +186,24 @@ pub struct I2cWriteAllow {
     pub addresses: Vec<u8>,
 }
 
+/// What the tools may do on one attached microcontroller: its pins fall under the same kind of
+/// policy as the board's own.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McuPolicy {
+    /// The declared `mcu` device.
+    pub device: String,
+    /// Pins that may be driven.
+    #[serde(default)]
+    pub outputs: Vec<u8>,
+    /// PWM limits per pin (`channel` is the MCU pin).
+    #[serde(default)]
+    pub pwm: Vec<PwmLimit>,
+    /// I2C addresses on the MCU's own bus that may be written.
+    #[serde(default)]
+    pub i2c_write_allow: Vec<u8>,
+}
+
 /// `[policy]`: what the tools may do on this board.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -206,6 +224,9 @@ pub struct PolicyDef {
     pub max_transfer: Option<usize>,
     /// Serial port names allowed for writing (default: every declared port).
     pub serial_allow: Option<Vec<String>>,
+    /// Attached microcontrollers.
+    #[serde(default)]
+    pub mcu: Vec<McuPolicy>,
 }
 
 /// A whole board definition.

@@ -29,6 +29,7 @@ pub struct BoardPolicy {
     pwm: Vec<crate::board::PwmLimit>,
     max_transfer: usize,
     serial_allow: Option<Vec<String>>,
+    mcu: Vec<crate::board::McuPolicy>,
 }
 
 impl BoardPolicy {
@@ -60,6 +61,7 @@ impl BoardPolicy {
             pwm: p.pwm.clone(),
             max_transfer: p.max_transfer.unwrap_or(DEFAULT_MAX_TRANSFER),
             serial_allow: p.serial_allow.clone(),
+            mcu: p.mcu.clone(),
         }
     }
 
@@ -182,6 +184,63 @@ impl BoardPolicy {
                         "writing to serial port '{port}' is not allowed (allowed: {})",
                         allow.join(", ")
                     ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BoardPolicy {
+    fn mcu(&self, device: &str) -> Result<&crate::board::McuPolicy, Refusal> {
+        self.mcu.iter().find(|m| m.device == device).ok_or_else(|| Refusal {
+            rule: "mcu.policy",
+            detail: format!("microcontroller '{device}' has no [[policy.mcu]] entry, so nothing on it may be driven"),
+        })
+    }
+
+    /// Only the MCU's listed pins may be driven.
+    pub fn check_mcu_output(&self, device: &str, pin: u8) -> Result<(), Refusal> {
+        self.check_writable()?;
+        let m = self.mcu(device)?;
+        if !m.outputs.contains(&pin) {
+            return refuse(
+                "mcu.outputs",
+                format!("pin {pin} on '{device}' is not an output (outputs: {:?})", m.outputs),
+            );
+        }
+        Ok(())
+    }
+
+    /// MCU PWM within the pin's limits.
+    pub fn check_mcu_pwm(&self, device: &str, pin: u8, frequency_hz: f64, duty: f64) -> Result<(), Refusal> {
+        self.check_writable()?;
+        let m = self.mcu(device)?;
+        let Some(l) = m.pwm.iter().find(|l| l.channel == pin as u32) else {
+            return refuse("mcu.pwm", format!("pin {pin} on '{device}' has no PWM limits, so it cannot be set"));
+        };
+        if !(l.min_hz..=l.max_hz).contains(&frequency_hz) || !(0.0..=l.max_duty).contains(&duty) {
+            return refuse(
+                "mcu.pwm",
+                format!(
+                    "{frequency_hz} Hz at duty {duty} is outside {}–{} Hz, duty 0–{} for pin {pin} on '{device}'",
+                    l.min_hz, l.max_hz, l.max_duty
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes on the MCU's I2C bus go only to listed addresses; reserved addresses never.
+    pub fn check_mcu_i2c(&self, device: &str, address: u8, writes: bool) -> Result<(), Refusal> {
+        self.check_address(address)?;
+        if writes {
+            self.check_writable()?;
+            let m = self.mcu(device)?;
+            if !m.i2c_write_allow.contains(&address) {
+                return refuse(
+                    "mcu.i2c_write_allow",
+                    format!("writing to 0x{address:02x} on '{device}' is not allowed"),
                 );
             }
         }
