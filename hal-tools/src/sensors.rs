@@ -28,7 +28,7 @@ pub struct Quantity {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SensorError {
     /// No driver by that name.
-    #[error("unknown sensor driver '{0}'; known: bme280, bmp280, bh1750")]
+    #[error("unknown sensor driver '{0}'; known: {known}", known = DRIVERS.join(", "))]
     UnknownDriver(String),
     /// The bus failed (a NACK means nothing answered at that address).
     #[error(transparent)]
@@ -90,33 +90,49 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
     address: u8,
     delay: D,
 ) -> Result<Vec<Quantity>, SensorError> {
-    let q = |i: usize, value: f64| {
-        let (name, unit) = quantities(driver)[i];
-        Quantity { name, value, unit }
+    let values = match driver {
+        "bme280" => read_bme280(i2c, address, delay, true)?,
+        "bmp280" => read_bme280(i2c, address, delay, false)?,
+        "bh1750" => read_bh1750(i2c, address, delay)?,
+        other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
-    match driver {
-        "bme280" | "bmp280" => {
-            let mut delay = delay;
-            let mut sensor = bme280::i2c::BME280::new(i2c, address);
-            sensor.init(&mut delay).map_err(from_bme280)?;
-            let m = sensor.measure(&mut delay).map_err(from_bme280)?;
-            let (t, p) = (m.temperature as f64, m.pressure as f64 / 100.0);
-            Ok(if driver == "bme280" {
-                vec![q(0, t), q(1, m.humidity as f64), q(2, p)]
-            } else {
-                vec![q(0, t), q(1, p)]
-            })
-        }
-        "bh1750" => {
-            let mut sensor = bh1750::BH1750::new_custom_address(i2c, delay, address);
-            sensor.power_on().map_err(from_bh1750)?;
-            let lux = sensor
-                .get_one_time_measurement(bh1750::Resolution::High)
-                .map_err(from_bh1750)?;
-            Ok(vec![q(0, lux as f64)])
-        }
-        other => Err(SensorError::UnknownDriver(other.to_string())),
-    }
+    Ok(quantities(driver)
+        .iter()
+        .zip(values)
+        .map(|(&(name, unit), value)| Quantity { name, value, unit })
+        .collect())
+}
+
+// Each `read_*` returns its values in the order [`quantities`] names them.
+
+fn read_bme280<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    mut delay: D,
+    humidity: bool,
+) -> Result<Vec<f64>, SensorError> {
+    let mut sensor = bme280::i2c::BME280::new(i2c, address);
+    sensor.init(&mut delay).map_err(from_bme280)?;
+    let m = sensor.measure(&mut delay).map_err(from_bme280)?;
+    let (t, p) = (m.temperature as f64, m.pressure as f64 / 100.0);
+    Ok(if humidity {
+        vec![t, m.humidity as f64, p]
+    } else {
+        vec![t, p]
+    })
+}
+
+fn read_bh1750<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    let mut sensor = bh1750::BH1750::new_custom_address(i2c, delay, address);
+    sensor.power_on().map_err(from_bh1750)?;
+    let lux = sensor
+        .get_one_time_measurement(bh1750::Resolution::High)
+        .map_err(from_bh1750)?;
+    Ok(vec![lux as f64])
 }
 
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
