@@ -4,10 +4,12 @@
 //! power-cycled or reset in between still reads correctly. Drivers:
 //! - `bme280`: temperature, humidity, pressure (crate `bme280`);
 //! - `bmp280`: temperature, pressure (the same crate accepts the BMP280 chip id 0x58);
-//! - `bh1750`: illuminance, one-time high-resolution measurement (crate `bh1750`).
+//! - `bh1750`: illuminance, one-time high-resolution measurement (crate `bh1750`);
+//! - `sht4x`: temperature, humidity, one high-precision single shot, 9 ms (crate `sht4x`;
+//!   addresses 0x44-0x46 only, as the crate takes them).
 //!
-//! Further drivers (`sht4x`, `aht20`, `scd4x`, `ads1x1x`) slot in as one arm in [`read`] and
-//! one in [`quantities`].
+//! A further driver is one `read_*` function, one arm in [`read_with`] and one in
+//! [`quantities`].
 
 use crate::bus::BusError;
 use embedded_hal::delay::DelayNs;
@@ -39,7 +41,7 @@ pub enum SensorError {
 }
 
 /// Drivers [`read`] knows.
-pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750"];
+pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x"];
 
 /// The quantities a driver reports, as (name, unit); empty for an unknown driver.
 pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
@@ -51,6 +53,7 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
         "bh1750" => &[("illuminance", "lux")],
+        "sht4x" => &[("temperature", "degC"), ("humidity", "%RH")],
         _ => &[],
     }
 }
@@ -94,6 +97,7 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
         "bme280" => read_bme280(i2c, address, delay, true)?,
         "bmp280" => read_bme280(i2c, address, delay, false)?,
         "bh1750" => read_bh1750(i2c, address, delay)?,
+        "sht4x" => read_sht4x(i2c, address, delay)?,
         other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
     Ok(quantities(driver)
@@ -135,6 +139,31 @@ fn read_bh1750<I: I2c<Error = BusError>, D: DelayNs>(
     Ok(vec![lux as f64])
 }
 
+fn read_sht4x<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    mut delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    let address = match address {
+        0x44 => sht4x::Address::Address0x44,
+        0x45 => sht4x::Address::Address0x45,
+        0x46 => sht4x::Address::Address0x46,
+        other => {
+            return Err(SensorError::Driver(format!(
+                "0x{other:02x} is not an SHT4x address (0x44, 0x45 or 0x46)"
+            )))
+        }
+    };
+    let mut sensor = sht4x::Sht4x::new_with_address(i2c, address);
+    let m = sensor
+        .measure(sht4x::Precision::High, &mut delay)
+        .map_err(from_sht4x)?;
+    let t = m.temperature_celsius().to_num::<f64>();
+    // The datasheet's formula runs from -6 to 119 %RH; it says to crop to the physical range.
+    let rh = m.humidity_percent().to_num::<f64>().clamp(0.0, 100.0);
+    Ok(vec![t, rh])
+}
+
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
     match e {
         bme280::Error::Bus(b) => SensorError::Bus(b),
@@ -149,6 +178,16 @@ fn from_bh1750(e: bh1750::BH1750Error<BusError>) -> SensorError {
     match e {
         bh1750::BH1750Error::I2C(b) => SensorError::Bus(b),
         other => SensorError::Driver(format!("{other:?}")),
+    }
+}
+
+fn from_sht4x(e: sht4x::Error<BusError>) -> SensorError {
+    match e {
+        sht4x::Error::I2c(b) => SensorError::Bus(b),
+        sht4x::Error::Crc => {
+            SensorError::Driver("sht4x: the measurement failed its CRC check".into())
+        }
+        other => SensorError::Driver(format!("sht4x: {other:?}")),
     }
 }
 
@@ -301,6 +340,109 @@ pub(crate) mod tests {
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("illuminance", "lux"));
         assert!((q[0].value - 400.0 / 1.2).abs() < 0.01, "{q:?}");
+    }
+
+    /// Sensirion's CRC-8 (SHT4x datasheet, section 4.4): polynomial 0x31, init 0xFF, no
+    /// reflection, no final XOR. The SHT3x, SCD4x and AHT20 use the same one.
+    fn crc8(bytes: &[u8]) -> u8 {
+        let mut crc = 0xFF_u8;
+        for &b in bytes {
+            crc ^= b;
+            for _ in 0..8 {
+                crc = if crc & 0x80 != 0 {
+                    (crc << 1) ^ 0x31
+                } else {
+                    crc << 1
+                };
+            }
+        }
+        crc
+    }
+
+    /// A 16-bit word as Sensirion sensors send it: big-endian, then its CRC.
+    fn word(w: u16) -> [u8; 3] {
+        let [msb, lsb] = w.to_be_bytes();
+        [msb, lsb, crc8(&[msb, lsb])]
+    }
+
+    /// Words concatenated, as in a multi-word response.
+    fn words(ws: &[u16]) -> Vec<u8> {
+        ws.iter().flat_map(|&w| word(w)).collect()
+    }
+
+    #[test]
+    fn the_test_crc_matches_the_datasheet_example() {
+        // SHT4x datasheet table 6 (and SCD4x table 12): CRC(0xBEEF) = 0x92
+        assert_eq!(word(0xBEEF), [0xBE, 0xEF, 0x92]);
+    }
+
+    // SHT4x (datasheet v6.5, section 4.5 and table 7)
+    const SHT4X: u8 = 0x44;
+    const SHT4X_MEASURE_HIGH_PRECISION: u8 = 0xFD;
+
+    #[test]
+    fn sht4x_sends_one_high_precision_command_and_converts_both_words() {
+        let (raw_t, raw_rh) = (0x6666_u16, 0x7AE1_u16);
+        let mut mock = Mock::new(&[
+            T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
+            T::read(SHT4X, words(&[raw_t, raw_rh])),
+        ]);
+        let q = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap();
+        mock.done();
+        assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
+        let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
+        assert!((t - 25.0).abs() < 0.01, "{t}");
+        assert!((q[0].value - t).abs() < 0.01, "{q:?}");
+        assert_eq!((q[1].name, q[1].unit), ("humidity", "%RH"));
+        let rh = -6.0 + 125.0 * raw_rh as f64 / 65535.0;
+        assert!((q[1].value - rh).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn sht4x_crops_humidity_above_100_percent_as_the_datasheet_says() {
+        let mut mock = Mock::new(&[
+            T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
+            T::read(SHT4X, words(&[0x6666, 0xFFFF])),
+        ]);
+        let q = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap();
+        mock.done();
+        assert_eq!(q[1].value, 100.0);
+    }
+
+    #[test]
+    fn sht4x_refuses_a_measurement_whose_crc_does_not_match() {
+        let mut bytes = words(&[0x6666, 0x7AE1]);
+        bytes[2] ^= 0x01;
+        let mut mock = Mock::new(&[
+            T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
+            T::read(SHT4X, bytes),
+        ]);
+        let e = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sht4x_at_an_absent_address_comes_out_as_a_bus_nack() {
+        let mut mock = Mock::new(&[T::write(0x45, vec![SHT4X_MEASURE_HIGH_PRECISION])
+            .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
+        let e = read_with("sht4x", MockBus(mock.clone()), 0x45, NoDelay).unwrap_err();
+        mock.done();
+        assert_eq!(e, SensorError::Bus(BusError::Nack(0x45)));
+    }
+
+    #[test]
+    fn sht4x_refuses_an_address_the_chip_cannot_have_without_touching_the_bus() {
+        let mut mock = Mock::new(&[]);
+        let e = read_with("sht4x", MockBus(mock.clone()), 0x40, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("0x40")),
+            "{e}"
+        );
     }
 
     #[test]
