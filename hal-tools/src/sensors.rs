@@ -6,7 +6,9 @@
 //! - `bmp280`: temperature, pressure (the same crate accepts the BMP280 chip id 0x58);
 //! - `bh1750`: illuminance, one-time high-resolution measurement (crate `bh1750`);
 //! - `sht4x`: temperature, humidity, one high-precision single shot, 9 ms (crate `sht4x`;
-//!   addresses 0x44-0x46 only, as the crate takes them).
+//!   addresses 0x44-0x46 only, as the crate takes them);
+//! - `sht3x`: temperature, humidity, soft reset then one high-repeatability single shot with
+//!   clock stretching (crate `embedded-sht3x`, which offers no polled variant).
 //!
 //! A further driver is one `read_*` function, one arm in [`read_with`] and one in
 //! [`quantities`].
@@ -41,7 +43,7 @@ pub enum SensorError {
 }
 
 /// Drivers [`read`] knows.
-pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x"];
+pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x", "sht3x"];
 
 /// The quantities a driver reports, as (name, unit); empty for an unknown driver.
 pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
@@ -53,7 +55,7 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
         "bh1750" => &[("illuminance", "lux")],
-        "sht4x" => &[("temperature", "degC"), ("humidity", "%RH")],
+        "sht4x" | "sht3x" => &[("temperature", "degC"), ("humidity", "%RH")],
         _ => &[],
     }
 }
@@ -98,6 +100,7 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
         "bmp280" => read_bme280(i2c, address, delay, false)?,
         "bh1750" => read_bh1750(i2c, address, delay)?,
         "sht4x" => read_sht4x(i2c, address, delay)?,
+        "sht3x" => read_sht3x(i2c, address, delay)?,
         other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
     Ok(quantities(driver)
@@ -164,6 +167,20 @@ fn read_sht4x<I: I2c<Error = BusError>, D: DelayNs>(
     Ok(vec![t, rh])
 }
 
+fn read_sht3x<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    let mut sensor = embedded_sht3x::Sht3x::new(i2c, address, delay).map_err(from_sht3x)?;
+    sensor.repeatability = embedded_sht3x::Repeatability::High;
+    let m = sensor.single_measurement().map_err(from_sht3x)?;
+    Ok(vec![
+        m.temperature.0 as f64,
+        m.relative_humidity.value() as f64,
+    ])
+}
+
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
     match e {
         bme280::Error::Bus(b) => SensorError::Bus(b),
@@ -188,6 +205,15 @@ fn from_sht4x(e: sht4x::Error<BusError>) -> SensorError {
             SensorError::Driver("sht4x: the measurement failed its CRC check".into())
         }
         other => SensorError::Driver(format!("sht4x: {other:?}")),
+    }
+}
+
+fn from_sht3x(e: embedded_sht3x::Error<BusError>) -> SensorError {
+    match e {
+        embedded_sht3x::Error::I2c(b) => SensorError::Bus(b),
+        embedded_sht3x::Error::BadCrc => {
+            SensorError::Driver("sht3x: the measurement failed its CRC check".into())
+        }
     }
 }
 
@@ -441,6 +467,51 @@ pub(crate) mod tests {
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("0x40")),
+            "{e}"
+        );
+    }
+
+    // SHT3x-DIS (datasheet, tables 9 and 13)
+    const SHT3X: u8 = 0x45;
+    const SHT3X_SOFT_RESET: [u8; 2] = [0x30, 0xA2];
+    const SHT3X_SINGLE_SHOT_HIGH_STRETCHING: [u8; 2] = [0x2C, 0x06];
+
+    #[test]
+    fn sht3x_soft_resets_then_measures_in_one_write_read_with_clock_stretching() {
+        let (raw_t, raw_rh) = (0x6666_u16, 0x6B85_u16);
+        let mut mock = Mock::new(&[
+            T::write(SHT3X, SHT3X_SOFT_RESET.to_vec()),
+            T::transaction_start(SHT3X),
+            T::write(SHT3X, SHT3X_SINGLE_SHOT_HIGH_STRETCHING.to_vec()),
+            T::read(SHT3X, words(&[raw_t, raw_rh])),
+            T::transaction_end(SHT3X),
+        ]);
+        let q = read_with("sht3x", MockBus(mock.clone()), SHT3X, NoDelay).unwrap();
+        mock.done();
+        assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
+        let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
+        assert!((q[0].value - t).abs() < 0.01, "{q:?}");
+        assert_eq!((q[1].name, q[1].unit), ("humidity", "%RH"));
+        let rh = 100.0 * raw_rh as f64 / 65535.0;
+        assert!((rh - 42.0).abs() < 0.01, "{rh}");
+        assert!((q[1].value - rh).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn sht3x_refuses_a_humidity_word_whose_crc_does_not_match() {
+        let mut bytes = words(&[0x6666, 0x6B85]);
+        bytes[5] ^= 0x80;
+        let mut mock = Mock::new(&[
+            T::write(SHT3X, SHT3X_SOFT_RESET.to_vec()),
+            T::transaction_start(SHT3X),
+            T::write(SHT3X, SHT3X_SINGLE_SHOT_HIGH_STRETCHING.to_vec()),
+            T::read(SHT3X, bytes),
+            T::transaction_end(SHT3X),
+        ]);
+        let e = read_with("sht3x", MockBus(mock.clone()), SHT3X, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
             "{e}"
         );
     }
