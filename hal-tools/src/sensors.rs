@@ -8,7 +8,9 @@
 //! - `sht4x`: temperature, humidity, one high-precision single shot, 9 ms (crate `sht4x`;
 //!   addresses 0x44-0x46 only, as the crate takes them);
 //! - `sht3x`: temperature, humidity, soft reset then one high-repeatability single shot with
-//!   clock stretching (crate `embedded-sht3x`, which offers no polled variant).
+//!   clock stretching (crate `embedded-sht3x`, which offers no polled variant);
+//! - `aht20`: temperature, humidity; calibrates if the status says so, triggers, polls the
+//!   busy bit (crate `aht20-driver`, its retries capped by [`Bounded`]).
 //!
 //! A further driver is one `read_*` function, one arm in [`read_with`] and one in
 //! [`quantities`].
@@ -43,7 +45,7 @@ pub enum SensorError {
 }
 
 /// Drivers [`read`] knows.
-pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x", "sht3x"];
+pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20"];
 
 /// The quantities a driver reports, as (name, unit); empty for an unknown driver.
 pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
@@ -55,7 +57,7 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
         "bh1750" => &[("illuminance", "lux")],
-        "sht4x" | "sht3x" => &[("temperature", "degC"), ("humidity", "%RH")],
+        "sht4x" | "sht3x" | "aht20" => &[("temperature", "degC"), ("humidity", "%RH")],
         _ => &[],
     }
 }
@@ -101,6 +103,7 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
         "bh1750" => read_bh1750(i2c, address, delay)?,
         "sht4x" => read_sht4x(i2c, address, delay)?,
         "sht3x" => read_sht3x(i2c, address, delay)?,
+        "aht20" => read_aht20(i2c, address, delay)?,
         other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
     Ok(quantities(driver)
@@ -179,6 +182,89 @@ fn read_sht3x<I: I2c<Error = BusError>, D: DelayNs>(
         m.temperature.0 as f64,
         m.relative_humidity.value() as f64,
     ])
+}
+
+/// Bus operations one AHT20 read may take. A healthy read takes 4 to 6; the crate retries
+/// calibration, busy polls and CRC failures without limit, so a chip that never reports
+/// calibrated (or another device at 0x38, such as an FT6236 touch controller) would hold the
+/// bus forever.
+const AHT20_BUS_BUDGET: u32 = 100;
+
+fn read_aht20<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    mut delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    let mut sensor = aht20_driver::AHT20::new(Bounded::new(i2c, AHT20_BUS_BUDGET), address);
+    let r = sensor
+        .init(&mut delay)
+        .and_then(|mut s| s.measure(&mut delay));
+    let bounded = sensor.destroy();
+    match r {
+        Ok(m) => Ok(vec![m.temperature as f64, m.humidity as f64]),
+        Err(_) if bounded.exhausted => Err(SensorError::Driver(format!(
+            "aht20: no calibrated, ready, CRC-clean reading within {AHT20_BUS_BUDGET} bus \
+             operations (is it an AHT20 at 0x{address:02x}?)"
+        ))),
+        Err(aht20_driver::Error::I2c(b)) => Err(SensorError::Bus(b)),
+        Err(other) => Err(SensorError::Driver(format!("aht20: {other}"))),
+    }
+}
+
+/// An I2C bus that refuses every operation after `budget` of them, to bound a driver's
+/// retry loops; `exhausted` tells the refusal apart from a real bus error.
+struct Bounded<I> {
+    i2c: I,
+    left: u32,
+    exhausted: bool,
+}
+
+impl<I> Bounded<I> {
+    fn new(i2c: I, budget: u32) -> Self {
+        Bounded {
+            i2c,
+            left: budget,
+            exhausted: false,
+        }
+    }
+
+    fn spend(&mut self) -> Result<(), BusError> {
+        if self.left == 0 {
+            self.exhausted = true;
+            return Err(BusError::Timeout);
+        }
+        self.left -= 1;
+        Ok(())
+    }
+}
+
+impl<I: I2c<Error = BusError>> embedded_hal::i2c::ErrorType for Bounded<I> {
+    type Error = BusError;
+}
+
+impl<I: I2c<Error = BusError>> I2c for Bounded<I> {
+    fn transaction(
+        &mut self,
+        address: u8,
+        operations: &mut [embedded_hal::i2c::Operation<'_>],
+    ) -> Result<(), BusError> {
+        self.spend()?;
+        self.i2c.transaction(address, operations)
+    }
+    // The defaults would funnel these into `transaction`; forward them so the bus sees
+    // exactly what the driver asked for.
+    fn read(&mut self, address: u8, read: &mut [u8]) -> Result<(), BusError> {
+        self.spend()?;
+        self.i2c.read(address, read)
+    }
+    fn write(&mut self, address: u8, write: &[u8]) -> Result<(), BusError> {
+        self.spend()?;
+        self.i2c.write(address, write)
+    }
+    fn write_read(&mut self, address: u8, write: &[u8], read: &mut [u8]) -> Result<(), BusError> {
+        self.spend()?;
+        self.i2c.write_read(address, write, read)
+    }
 }
 
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
@@ -514,6 +600,77 @@ pub(crate) mod tests {
             matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
             "{e}"
         );
+    }
+
+    // AHT20 (datasheet v1.1, section 5.3 and 5.4)
+    const AHT20: u8 = 0x38;
+    const AHT20_INITIALIZE: [u8; 3] = [0xBE, 0x08, 0x00];
+    const AHT20_TRIGGER_MEASUREMENT: [u8; 3] = [0xAC, 0x33, 0x00];
+    const AHT20_BUSY: u8 = 0b1000_0000;
+    const AHT20_CALIBRATED: u8 = 0b0000_1000;
+
+    /// Status, 20 bits of humidity, 20 bits of temperature, CRC over the first six bytes.
+    fn aht20_reading(status: u8, raw_rh: u32, raw_t: u32) -> Vec<u8> {
+        let mut b = vec![
+            status,
+            (raw_rh >> 12) as u8,
+            (raw_rh >> 4) as u8,
+            ((raw_rh & 0xF) << 4) as u8 | (raw_t >> 16) as u8,
+            (raw_t >> 8) as u8,
+            raw_t as u8,
+        ];
+        b.push(crc8(&b));
+        b
+    }
+
+    #[test]
+    fn aht20_calibrates_an_uncalibrated_sensor_then_triggers_polls_busy_and_reads_seven_bytes() {
+        let (raw_rh, raw_t) = (0x6_6666_u32, 0x5_EB85_u32);
+        let idle = 0b0001_0000 | AHT20_CALIBRATED;
+        let mut mock = Mock::new(&[
+            T::read(AHT20, vec![0b0001_0000]),
+            T::write(AHT20, AHT20_INITIALIZE.to_vec()),
+            T::read(AHT20, vec![idle]),
+            T::write(AHT20, AHT20_TRIGGER_MEASUREMENT.to_vec()),
+            T::read(AHT20, vec![idle | AHT20_BUSY]),
+            T::read(AHT20, vec![idle]),
+            T::read(AHT20, aht20_reading(idle, raw_rh, raw_t)),
+        ]);
+        let q = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap();
+        mock.done();
+        assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
+        let t = raw_t as f64 / (1 << 20) as f64 * 200.0 - 50.0;
+        assert!((t - 24.0).abs() < 0.01, "{t}");
+        assert!((q[0].value - t).abs() < 0.01, "{q:?}");
+        assert_eq!((q[1].name, q[1].unit), ("humidity", "%RH"));
+        let rh = raw_rh as f64 / (1 << 20) as f64 * 100.0;
+        assert!((rh - 40.0).abs() < 0.01, "{rh}");
+        assert!((q[1].value - rh).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn aht20_gives_up_on_a_device_that_never_reports_calibrated_instead_of_holding_the_bus() {
+        let mut expected = Vec::new();
+        while expected.len() < AHT20_BUS_BUDGET as usize {
+            expected.push(T::read(AHT20, vec![0x00]));
+            expected.push(T::write(AHT20, AHT20_INITIALIZE.to_vec()));
+        }
+        let mut mock = Mock::new(&expected);
+        let e = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("within 100 bus operations")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn aht20_passes_a_nack_through_as_a_bus_nack() {
+        let mut mock = Mock::new(&[T::read(AHT20, vec![0x00])
+            .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
+        let e = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
+        mock.done();
+        assert_eq!(e, SensorError::Bus(BusError::Nack(AHT20)));
     }
 
     #[test]
