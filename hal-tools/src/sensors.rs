@@ -10,7 +10,11 @@
 //! - `sht3x`: temperature, humidity, soft reset then one high-repeatability single shot with
 //!   clock stretching (crate `embedded-sht3x`, which offers no polled variant);
 //! - `aht20`: temperature, humidity; calibrates if the status says so, triggers, polls the
-//!   busy bit (crate `aht20-driver`, its retries capped by [`Bounded`]).
+//!   busy bit (crate `aht20-driver`, its retries capped by [`Bounded`]);
+//! - `scd4x`: CO2, temperature, humidity (SCD40 and SCD41, crate `scd4x`). The SCD40 has no
+//!   single shot, so a read stops any running measurement, starts periodic measurement,
+//!   waits the 5 s for its first sample, reads it and stops again: **about 6 s**, with the
+//!   bus held throughout (other reads on that bus wait).
 //!
 //! A further driver is one `read_*` function, one arm in [`read_with`] and one in
 //! [`quantities`].
@@ -45,7 +49,9 @@ pub enum SensorError {
 }
 
 /// Drivers [`read`] knows.
-pub const DRIVERS: &[&str] = &["bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20"];
+pub const DRIVERS: &[&str] = &[
+    "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x",
+];
 
 /// The quantities a driver reports, as (name, unit); empty for an unknown driver.
 pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
@@ -58,6 +64,7 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
         "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
         "bh1750" => &[("illuminance", "lux")],
         "sht4x" | "sht3x" | "aht20" => &[("temperature", "degC"), ("humidity", "%RH")],
+        "scd4x" => &[("co2", "ppm"), ("temperature", "degC"), ("humidity", "%RH")],
         _ => &[],
     }
 }
@@ -104,6 +111,7 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
         "sht4x" => read_sht4x(i2c, address, delay)?,
         "sht3x" => read_sht3x(i2c, address, delay)?,
         "aht20" => read_aht20(i2c, address, delay)?,
+        "scd4x" => read_scd4x(i2c, address, delay)?,
         other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
     Ok(quantities(driver)
@@ -267,6 +275,54 @@ impl<I: I2c<Error = BusError>> I2c for Bounded<I> {
     }
 }
 
+/// The SCD4x's only address; the crate has it fixed.
+const SCD4X_ADDRESS: u8 = 0x62;
+/// Periodic measurement delivers its first sample after one 5 s signal update interval.
+const SCD4X_FIRST_SAMPLE_MS: u32 = 5000;
+/// Data-ready polls after that, 100 ms apart: 2 s of slack for a slow oscillator.
+const SCD4X_READY_POLLS: u32 = 20;
+
+fn read_scd4x<I: I2c<Error = BusError>, D: DelayNs + Copy>(
+    i2c: I,
+    address: u8,
+    mut delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    if address != SCD4X_ADDRESS {
+        return Err(SensorError::Driver(format!(
+            "the SCD4x answers only at 0x{SCD4X_ADDRESS:02x}, not 0x{address:02x}"
+        )));
+    }
+    let mut sensor = scd4x::Scd4x::new(i2c, delay);
+    // A previous read, or another program, may have left it measuring; stopping is
+    // harmless when idle and costs 500 ms.
+    sensor.stop_periodic_measurement().map_err(from_scd4x)?;
+    sensor.start_periodic_measurement().map_err(from_scd4x)?;
+    delay.delay_ms(SCD4X_FIRST_SAMPLE_MS);
+    let sample = scd4x_next_sample(&mut sensor, &mut delay);
+    // Back to idle whatever happened: periodic measurement keeps the sensor drawing power and
+    // refuses most commands.
+    let stopped = sensor.stop_periodic_measurement().map_err(from_scd4x);
+    let m = sample?;
+    stopped?;
+    Ok(vec![m.co2 as f64, m.temperature as f64, m.humidity as f64])
+}
+
+fn scd4x_next_sample<I: I2c<Error = BusError>, D: DelayNs>(
+    sensor: &mut scd4x::Scd4x<I, D>,
+    delay: &mut D,
+) -> Result<scd4x::types::SensorData, SensorError> {
+    for _ in 0..SCD4X_READY_POLLS {
+        if sensor.data_ready_status().map_err(from_scd4x)? {
+            return sensor.measurement().map_err(from_scd4x);
+        }
+        delay.delay_ms(100);
+    }
+    Err(SensorError::Driver(format!(
+        "scd4x: no sample ready {} s after starting periodic measurement",
+        (SCD4X_FIRST_SAMPLE_MS + 100 * SCD4X_READY_POLLS) / 1000
+    )))
+}
+
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
     match e {
         bme280::Error::Bus(b) => SensorError::Bus(b),
@@ -300,6 +356,14 @@ fn from_sht3x(e: embedded_sht3x::Error<BusError>) -> SensorError {
         embedded_sht3x::Error::BadCrc => {
             SensorError::Driver("sht3x: the measurement failed its CRC check".into())
         }
+    }
+}
+
+fn from_scd4x(e: scd4x::Error<BusError>) -> SensorError {
+    match e {
+        scd4x::Error::I2c(b) => SensorError::Bus(b),
+        scd4x::Error::Crc => SensorError::Driver("scd4x: a word failed its CRC check".into()),
+        other => SensorError::Driver(format!("scd4x: {other}")),
     }
 }
 
@@ -454,7 +518,7 @@ pub(crate) mod tests {
         assert!((q[0].value - 400.0 / 1.2).abs() < 0.01, "{q:?}");
     }
 
-    /// Sensirion's CRC-8 (SHT4x datasheet, section 4.4): polynomial 0x31, init 0xFF, no
+    /// Sensirion's CRC-8 (SHT4x datasheet, checksum calculation): polynomial 0x31, init 0xFF, no
     /// reflection, no final XOR. The SHT3x, SCD4x and AHT20 use the same one.
     fn crc8(bytes: &[u8]) -> u8 {
         let mut crc = 0xFF_u8;
@@ -484,11 +548,11 @@ pub(crate) mod tests {
 
     #[test]
     fn the_test_crc_matches_the_datasheet_example() {
-        // SHT4x datasheet table 6 (and SCD4x table 12): CRC(0xBEEF) = 0x92
+        // The worked example in Sensirion's SHT4x and SCD4x datasheets: CRC(0xBEEF) = 0x92
         assert_eq!(word(0xBEEF), [0xBE, 0xEF, 0x92]);
     }
 
-    // SHT4x (datasheet v6.5, section 4.5 and table 7)
+    // SHT4x (datasheet, command overview)
     const SHT4X: u8 = 0x44;
     const SHT4X_MEASURE_HIGH_PRECISION: u8 = 0xFD;
 
@@ -557,7 +621,7 @@ pub(crate) mod tests {
         );
     }
 
-    // SHT3x-DIS (datasheet, tables 9 and 13)
+    // SHT3x-DIS (datasheet, single shot and soft reset commands)
     const SHT3X: u8 = 0x45;
     const SHT3X_SOFT_RESET: [u8; 2] = [0x30, 0xA2];
     const SHT3X_SINGLE_SHOT_HIGH_STRETCHING: [u8; 2] = [0x2C, 0x06];
@@ -602,7 +666,7 @@ pub(crate) mod tests {
         );
     }
 
-    // AHT20 (datasheet v1.1, section 5.3 and 5.4)
+    // AHT20 (datasheet, sensor reading process and status bits)
     const AHT20: u8 = 0x38;
     const AHT20_INITIALIZE: [u8; 3] = [0xBE, 0x08, 0x00];
     const AHT20_TRIGGER_MEASUREMENT: [u8; 3] = [0xAC, 0x33, 0x00];
@@ -671,6 +735,91 @@ pub(crate) mod tests {
         let e = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(AHT20)));
+    }
+
+    // SCD4x (datasheet, command overview)
+    const SCD4X: u8 = 0x62;
+    const SCD4X_START_PERIODIC_MEASUREMENT: [u8; 2] = [0x21, 0xB1];
+    const SCD4X_READ_MEASUREMENT: [u8; 2] = [0xEC, 0x05];
+    const SCD4X_STOP_PERIODIC_MEASUREMENT: [u8; 2] = [0x3F, 0x86];
+    const SCD4X_GET_DATA_READY_STATUS: [u8; 2] = [0xE4, 0xB8];
+
+    #[test]
+    fn scd4x_stops_starts_periodic_measurement_polls_data_ready_reads_and_stops_again() {
+        let (co2, raw_t, raw_rh) = (812_u16, 0x6667_u16, 0x5EB8_u16);
+        let mut mock = Mock::new(&[
+            T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
+            T::write(SCD4X, SCD4X_START_PERIODIC_MEASUREMENT.to_vec()),
+            T::write(SCD4X, SCD4X_GET_DATA_READY_STATUS.to_vec()),
+            // not ready: the low 11 bits are 0
+            T::read(SCD4X, word(0x8000).to_vec()),
+            T::write(SCD4X, SCD4X_GET_DATA_READY_STATUS.to_vec()),
+            T::read(SCD4X, word(0x8006).to_vec()),
+            T::write(SCD4X, SCD4X_READ_MEASUREMENT.to_vec()),
+            T::read(SCD4X, words(&[co2, raw_t, raw_rh])),
+            T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
+        ]);
+        let q = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap();
+        mock.done();
+        assert_eq!((q[0].name, q[0].value, q[0].unit), ("co2", 812.0, "ppm"));
+        assert_eq!((q[1].name, q[1].unit), ("temperature", "degC"));
+        let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
+        assert!((t - 25.0).abs() < 0.01, "{t}");
+        assert!((q[1].value - t).abs() < 0.01, "{q:?}");
+        assert_eq!((q[2].name, q[2].unit), ("humidity", "%RH"));
+        let rh = 100.0 * raw_rh as f64 / 65535.0;
+        assert!((rh - 37.0).abs() < 0.01, "{rh}");
+        assert!((q[2].value - rh).abs() < 0.01, "{q:?}");
+    }
+
+    #[test]
+    fn scd4x_stops_measuring_even_when_the_sample_fails_its_crc() {
+        let mut sample = words(&[812, 0x6667, 0x5EB8]);
+        sample[8] ^= 0x01;
+        let mut mock = Mock::new(&[
+            T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
+            T::write(SCD4X, SCD4X_START_PERIODIC_MEASUREMENT.to_vec()),
+            T::write(SCD4X, SCD4X_GET_DATA_READY_STATUS.to_vec()),
+            T::read(SCD4X, word(0x8006).to_vec()),
+            T::write(SCD4X, SCD4X_READ_MEASUREMENT.to_vec()),
+            T::read(SCD4X, sample),
+            T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
+        ]);
+        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn scd4x_gives_up_when_no_sample_becomes_ready_and_stops_measuring() {
+        let mut expected = vec![
+            T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
+            T::write(SCD4X, SCD4X_START_PERIODIC_MEASUREMENT.to_vec()),
+        ];
+        for _ in 0..SCD4X_READY_POLLS {
+            expected.push(T::write(SCD4X, SCD4X_GET_DATA_READY_STATUS.to_vec()));
+            expected.push(T::read(SCD4X, word(0x8000).to_vec()));
+        }
+        expected.push(T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()));
+        let mut mock = Mock::new(&expected);
+        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("no sample")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn scd4x_that_is_absent_comes_out_as_a_bus_nack() {
+        let mut mock = Mock::new(&[T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec())
+            .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
+        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        mock.done();
+        assert_eq!(e, SensorError::Bus(BusError::Nack(SCD4X)));
     }
 
     #[test]
