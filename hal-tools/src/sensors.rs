@@ -14,7 +14,10 @@
 //! - `scd4x`: CO2, temperature, humidity (SCD40 and SCD41, crate `scd4x`). The SCD40 has no
 //!   single shot, so a read stops any running measurement, starts periodic measurement,
 //!   waits the 5 s for its first sample, reads it and stops again: **about 6 s**, with the
-//!   bus held throughout (other reads on that bus wait).
+//!   bus held throughout (other reads on that bus wait);
+//! - `ads1115`: the four single-ended inputs in volts, one one-shot conversion each at
+//!   128 SPS and ±4.096 V full scale, about 40 ms in all (crate `ads1x1x`; addresses
+//!   0x48-0x4B).
 //!
 //! A further driver is one `read_*` function, one arm in [`read_with`] and one in
 //! [`quantities`].
@@ -65,6 +68,12 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
         "bh1750" => &[("illuminance", "lux")],
         "sht4x" | "sht3x" | "aht20" => &[("temperature", "degC"), ("humidity", "%RH")],
         "scd4x" => &[("co2", "ppm"), ("temperature", "degC"), ("humidity", "%RH")],
+        "ads1115" => &[
+            ("voltage_a0", "V"),
+            ("voltage_a1", "V"),
+            ("voltage_a2", "V"),
+            ("voltage_a3", "V"),
+        ],
         _ => &[],
     }
 }
@@ -112,6 +121,7 @@ pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
         "sht3x" => read_sht3x(i2c, address, delay)?,
         "aht20" => read_aht20(i2c, address, delay)?,
         "scd4x" => read_scd4x(i2c, address, delay)?,
+        "ads1115" => read_ads1115(i2c, address, delay)?,
         other => return Err(SensorError::UnknownDriver(other.to_string())),
     };
     Ok(quantities(driver)
@@ -323,6 +333,66 @@ fn scd4x_next_sample<I: I2c<Error = BusError>, D: DelayNs>(
     )))
 }
 
+/// ±4.096 V: the narrowest range that still covers a 3.3 V input, so 125 µV per count.
+const ADS1115_FULL_SCALE_V: f64 = 4.096;
+/// One conversion at the default 128 SPS takes 7.8 ms, ±10 % for the internal oscillator.
+const ADS1115_CONVERSION_US: u32 = 9_000;
+/// Polls of the OS bit, 1 ms apart, before a conversion counts as lost.
+const ADS1115_POLLS: u32 = 20;
+
+fn read_ads1115<I: I2c<Error = BusError>, D: DelayNs>(
+    i2c: I,
+    address: u8,
+    mut delay: D,
+) -> Result<Vec<f64>, SensorError> {
+    use ads1x1x::channel::{SingleA0, SingleA1, SingleA2, SingleA3};
+    let target = match address {
+        0x48 => ads1x1x::TargetAddr::Gnd,
+        0x49 => ads1x1x::TargetAddr::Vdd,
+        0x4A => ads1x1x::TargetAddr::Sda,
+        0x4B => ads1x1x::TargetAddr::Scl,
+        other => {
+            return Err(SensorError::Driver(format!(
+                "0x{other:02x} is not an ADS1115 address (0x48 to 0x4b)"
+            )))
+        }
+    };
+    let mut adc = ads1x1x::Ads1x1x::new_ads1115(i2c, target);
+    adc.set_full_scale_range(ads1x1x::FullScaleRange::Within4_096V)
+        .map_err(from_ads1x1x)?;
+    let raw = [
+        ads1115_one_shot(&mut delay, || adc.read(SingleA0))?,
+        ads1115_one_shot(&mut delay, || adc.read(SingleA1))?,
+        ads1115_one_shot(&mut delay, || adc.read(SingleA2))?,
+        ads1115_one_shot(&mut delay, || adc.read(SingleA3))?,
+    ];
+    Ok(raw
+        .iter()
+        .map(|&r| r as f64 * ADS1115_FULL_SCALE_V / 32768.0)
+        .collect())
+}
+
+/// Drives the crate's non-blocking one-shot `read`: the first call starts the conversion, later
+/// calls poll until it is done. Waits between calls instead of spinning on the bus.
+fn ads1115_one_shot<D: DelayNs>(
+    delay: &mut D,
+    mut read: impl FnMut() -> nb::Result<i16, ads1x1x::Error<BusError>>,
+) -> Result<i16, SensorError> {
+    let mut wait_us = ADS1115_CONVERSION_US;
+    for _ in 0..=ADS1115_POLLS {
+        match read() {
+            Ok(raw) => return Ok(raw),
+            Err(nb::Error::WouldBlock) => delay.delay_us(wait_us),
+            Err(nb::Error::Other(e)) => return Err(from_ads1x1x(e)),
+        }
+        wait_us = 1_000;
+    }
+    Err(SensorError::Driver(format!(
+        "ads1115: a conversion did not finish within {} ms",
+        (ADS1115_CONVERSION_US + 1_000 * ADS1115_POLLS) / 1000
+    )))
+}
+
 fn from_bme280(e: bme280::Error<BusError>) -> SensorError {
     match e {
         bme280::Error::Bus(b) => SensorError::Bus(b),
@@ -364,6 +434,15 @@ fn from_scd4x(e: scd4x::Error<BusError>) -> SensorError {
         scd4x::Error::I2c(b) => SensorError::Bus(b),
         scd4x::Error::Crc => SensorError::Driver("scd4x: a word failed its CRC check".into()),
         other => SensorError::Driver(format!("scd4x: {other}")),
+    }
+}
+
+fn from_ads1x1x(e: ads1x1x::Error<BusError>) -> SensorError {
+    match e {
+        ads1x1x::Error::I2C(b) => SensorError::Bus(b),
+        ads1x1x::Error::InvalidInputData => {
+            SensorError::Driver("ads1115: invalid input data".into())
+        }
     }
 }
 
@@ -820,6 +899,125 @@ pub(crate) mod tests {
         let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(SCD4X)));
+    }
+
+    // ADS1115 (datasheet SBAS444, register map and config register fields)
+    const ADS1115: u8 = 0x48;
+    const ADS_CONVERSION: u8 = 0b00;
+    const ADS_CONFIG: u8 = 0b01;
+    /// Written: start a conversion. Read: 1 = idle, 0 = converting.
+    const ADS_OS: u16 = 0b1 << 15;
+    /// MUX, bits 14:12: AINx against GND is 0b100 + x; AIN0 against AIN1 (reset value) 0b000.
+    const ADS_MUX_AIN0_AIN1: u16 = 0b000;
+    const ADS_MUX_SINGLE: [u16; 4] = [0b100, 0b101, 0b110, 0b111];
+    /// PGA ±4.096 V (bits 11:9 = 0b001), single-shot mode (bit 8), 128 SPS (bits 7:5 = 0b100),
+    /// comparator disabled (bits 1:0 = 0b11).
+    const ADS_REST: u16 = (0b001 << 9) | (0b1 << 8) | (0b100 << 5) | 0b11;
+
+    fn ads_config(os: bool, mux: u16) -> Vec<u8> {
+        let os = if os { ADS_OS } else { 0 };
+        (os | (mux << 12) | ADS_REST).to_be_bytes().to_vec()
+    }
+
+    fn ads_write_config(os: bool, mux: u16) -> T {
+        let mut bytes = vec![ADS_CONFIG];
+        bytes.extend(ads_config(os, mux));
+        T::write(ADS1115, bytes)
+    }
+
+    #[test]
+    fn ads1115_sets_4v_full_scale_then_runs_one_polled_one_shot_conversion_per_input() {
+        let raw: [i16; 4] = [26400, 13200, -2, 4000];
+        let mut expected = vec![
+            // The crate writes the whole config with OS set, which starts a conversion of the
+            // reset MUX setting; the first poll of A0 finds it still running.
+            ads_write_config(true, ADS_MUX_AIN0_AIN1),
+            T::write_read(
+                ADS1115,
+                vec![ADS_CONFIG],
+                ads_config(false, ADS_MUX_AIN0_AIN1),
+            ),
+            T::write_read(
+                ADS1115,
+                vec![ADS_CONFIG],
+                ads_config(true, ADS_MUX_AIN0_AIN1),
+            ),
+        ];
+        for (i, &mux) in ADS_MUX_SINGLE.iter().enumerate() {
+            if i > 0 {
+                expected.push(T::write_read(
+                    ADS1115,
+                    vec![ADS_CONFIG],
+                    ads_config(true, ADS_MUX_SINGLE[i - 1]),
+                ));
+            }
+            expected.push(ads_write_config(true, mux));
+            if i == 0 {
+                expected.push(T::write_read(
+                    ADS1115,
+                    vec![ADS_CONFIG],
+                    ads_config(false, mux),
+                ));
+            }
+            expected.extend([
+                T::write_read(ADS1115, vec![ADS_CONFIG], ads_config(true, mux)),
+                T::write_read(ADS1115, vec![ADS_CONVERSION], raw[i].to_be_bytes().to_vec()),
+            ]);
+        }
+        let mut mock = Mock::new(&expected);
+        let q = read_with("ads1115", MockBus(mock.clone()), ADS1115, NoDelay).unwrap();
+        mock.done();
+        let names: Vec<_> = q.iter().map(|q| (q.name, q.unit)).collect();
+        assert_eq!(
+            names,
+            [
+                ("voltage_a0", "V"),
+                ("voltage_a1", "V"),
+                ("voltage_a2", "V"),
+                ("voltage_a3", "V")
+            ]
+        );
+        for (q, want) in q.iter().zip([3.3, 1.65, -0.00025, 0.5]) {
+            assert!((q.value - want).abs() < 1e-9, "{q:?} != {want}");
+        }
+    }
+
+    #[test]
+    fn ads1115_refuses_an_address_outside_its_four_without_touching_the_bus() {
+        let mut mock = Mock::new(&[]);
+        let e = read_with("ads1115", MockBus(mock.clone()), 0x50, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("0x50")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ads1115_gives_up_on_a_conversion_that_never_finishes() {
+        let mut expected = vec![
+            ads_write_config(true, ADS_MUX_AIN0_AIN1),
+            T::write_read(
+                ADS1115,
+                vec![ADS_CONFIG],
+                ads_config(true, ADS_MUX_AIN0_AIN1),
+            ),
+            ads_write_config(true, ADS_MUX_SINGLE[0]),
+        ];
+        for _ in 0..ADS1115_POLLS {
+            expected.push(T::write_read(
+                ADS1115,
+                vec![ADS_CONFIG],
+                ads_config(false, ADS_MUX_SINGLE[0]),
+            ));
+        }
+        let mut mock = Mock::new(&expected);
+        let e = read_with("ads1115", MockBus(mock.clone()), ADS1115, NoDelay).unwrap_err();
+        mock.done();
+        assert!(
+            matches!(e, SensorError::Driver(ref m) if m.contains("did not finish")),
+            "{e}"
+        );
     }
 
     #[test]
