@@ -10,7 +10,7 @@
 //! - `sht3x`: temperature, humidity, soft reset then one high-repeatability single shot with
 //!   clock stretching (crate `embedded-sht3x`, which offers no polled variant);
 //! - `aht20`: temperature, humidity; calibrates if the status says so, triggers, polls the
-//!   busy bit (crate `aht20-driver`, its retries capped by [`Bounded`]);
+//!   busy bit (crate `aht20-driver`, its retry loops capped at 100 bus operations);
 //! - `scd4x`: CO2, temperature, humidity (SCD40 and SCD41, crate `scd4x`). The SCD40 has no
 //!   single shot, so a read stops any running measurement, starts periodic measurement,
 //!   waits the 5 s for its first sample, reads it and stops again: **about 6 s**, with the
