@@ -138,7 +138,7 @@ pub struct PwmDef {
 pub struct DeviceDef {
     /// The name tools use (`climate`, `relay`).
     pub name: String,
-    /// The driver: `bme280`, `bmp280`, `bh1750`, `sht4x`, `aht20`, `scd4x`, `ads1115`,
+    /// The driver: `bme280`, `bmp280`, `bh1750`, `sht4x`, `sht3x`, `aht20`, `scd4x`, `ads1115`,
     /// `ssd1306`, `gpio_out`, `gpio_in`, `pwm`, `serial`, `mcu`.
     pub driver: String,
     /// I2C/SPI bus.

@@ -8,7 +8,8 @@
 //!   read-only mode. Pure checks; the gateway runs them inside its dispatch pipeline.
 //! - `bus`: the object-safe bus and line traits every backend provides, and their errors.
 //! - `sim`: the simulated board, modelled at register level behind the same traits.
-//! - `sensors`: reading sensors through their crates.io drivers (bme280, bmp280, bh1750).
+//! - `sensors`: reading sensors through their crates.io drivers (bme280, bmp280, bh1750,
+//!   sht4x, sht3x, aht20, scd4x, ads1115).
 //! - `display`: text on an SSD1306 OLED through the `ssd1306` crate.
 //! - `backend`: concrete HALs (Linux kernel interfaces). No concrete HAL type is named outside it.
 #![forbid(unsafe_code)]
