@@ -206,18 +206,30 @@ impl BoardPolicy {
         if !m.outputs.contains(&pin) {
             return refuse(
                 "mcu.outputs",
-                format!("pin {pin} on '{device}' is not an output (outputs: {:?})", m.outputs),
+                format!(
+                    "pin {pin} on '{device}' is not an output (outputs: {:?})",
+                    m.outputs
+                ),
             );
         }
         Ok(())
     }
 
     /// MCU PWM within the pin's limits.
-    pub fn check_mcu_pwm(&self, device: &str, pin: u8, frequency_hz: f64, duty: f64) -> Result<(), Refusal> {
+    pub fn check_mcu_pwm(
+        &self,
+        device: &str,
+        pin: u8,
+        frequency_hz: f64,
+        duty: f64,
+    ) -> Result<(), Refusal> {
         self.check_writable()?;
         let m = self.mcu(device)?;
         let Some(l) = m.pwm.iter().find(|l| l.channel == pin as u32) else {
-            return refuse("mcu.pwm", format!("pin {pin} on '{device}' has no PWM limits, so it cannot be set"));
+            return refuse(
+                "mcu.pwm",
+                format!("pin {pin} on '{device}' has no PWM limits, so it cannot be set"),
+            );
         };
         if !(l.min_hz..=l.max_hz).contains(&frequency_hz) || !(0.0..=l.max_duty).contains(&duty) {
             return refuse(
