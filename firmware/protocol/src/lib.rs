@@ -40,14 +40,15 @@
 //! | `Request { seq: 7, Ping }` | 1 | 6 | 5 |
 //! | `Request { seq: 300, I2cTransfer { 0x48, write: [0], read_len: 8 } }` | 5 | 11 | 6 |
 //! | `Request { seq: u16::MAX, I2cTransfer { 0x48, write: [0], read_len: 8 } }` | 5 | 12 | 7 |
-//! | `Response { seq: 7, Ok(I2c { read: [8 bytes] }) }` | 11 | 16 | 5 |
+//! | `DeviceMessage::Response(Response { seq: 7, Ok(I2c { read: [8 bytes] }) })` | 11 | 17 | 6 |
 //!
-//! (`body` counts `RequestBody` / `Result<ResponseBody, DeviceError>` alone.)
+//! (`body` counts `RequestBody` / `Result<ResponseBody, DeviceError>` alone; device → host
+//! frames carry one more byte, the [`DeviceMessage`] tag.)
 //!
 //! Every frame is at most [`MAX_FRAME`] bytes including the delimiter; [`encode`] refuses
 //! longer ones with [`FrameError::TooLong`]. The largest message is a `Hello` response with a
 //! full [`DeviceInfo`]: with every field at its maximum (16-byte strings, largest varints) it
-//! fits for up to 30 pins, so a board describing more must shorten its strings; the device
+//! fits for up to 30 pins (exactly 128 bytes), so a board describing more must shorten its strings; the device
 //! answers [`DeviceError::TooLong`] instead of sending a frame too long to read.
 #![no_std]
 #![deny(unsafe_code, missing_docs)]
