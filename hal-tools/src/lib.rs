@@ -20,6 +20,7 @@ pub mod board;
 pub mod bus;
 pub mod display;
 pub mod hw;
+pub mod mcu;
 pub mod policy;
 pub mod sensors;
 pub mod sim;
