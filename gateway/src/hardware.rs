@@ -144,6 +144,18 @@ impl BoardPolicyCheck {
         }
     }
 
+    /// The MCU a call names, or the board's only one.
+    fn mcu_device(&self, args: &Value) -> Option<String> {
+        if let Some(d) = args.get("device").and_then(Value::as_str) {
+            return Some(d.to_string());
+        }
+        let mut mcus = self.board.def.device.iter().filter(|d| d.driver == "mcu");
+        match (mcus.next(), mcus.next()) {
+            (Some(one), None) => Some(one.name.clone()),
+            _ => None,
+        }
+    }
+
     fn len(args: &Value, key: &str) -> usize {
         args.get(key)
             .and_then(|v| values::bytes(key, v).ok())
@@ -223,6 +235,30 @@ impl Policy for BoardPolicyCheck {
                     None => Ok(()),
                 }
             }
+            "mcu_gpio_write" | "mcu_pwm_set" | "mcu_i2c_transfer" => match self.mcu_device(args) {
+                None => Ok(()),
+                Some(dev) => {
+                    let pin = args
+                        .get("pin")
+                        .and_then(Value::as_u64)
+                        .map(|p| p.min(255) as u8);
+                    match spec.name {
+                        "mcu_gpio_write" => pin.map_or(Ok(()), |pin| p.check_mcu_output(&dev, pin)),
+                        "mcu_pwm_set" => pin.map_or(Ok(()), |pin| {
+                            let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(-1.0);
+                            let freq = args
+                                .get("frequency_hz")
+                                .and_then(Value::as_f64)
+                                .unwrap_or(crate::tools::gpio::DEFAULT_PWM_HZ);
+                            p.check_mcu_pwm(&dev, pin, freq, duty)
+                        }),
+                        _ => address.map_or(Ok(()), |a| {
+                            p.check_mcu_i2c(&dev, a, Self::len(args, "data") > 0)
+                                .and_then(|_| p.check_transfer(count.max(Self::len(args, "data"))))
+                        }),
+                    }
+                }
+            },
             _ => Ok(()),
         };
         r.map_err(refusal)

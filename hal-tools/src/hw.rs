@@ -45,6 +45,8 @@ pub struct Hardware {
     spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
     no_delays: std::sync::atomic::AtomicBool,
+    mcus: Mutex<BTreeMap<String, crate::mcu::McuLink>>,
+    mcu_sims: Mutex<BTreeMap<String, covo_mcu_core::SimHandle>>,
 }
 
 impl Hardware {
@@ -79,6 +81,8 @@ impl Hardware {
             spi: BTreeMap::new(),
             sim: Some(sim),
             no_delays: Default::default(),
+            mcus: Default::default(),
+            mcu_sims: Default::default(),
         }
     }
 
@@ -147,6 +151,8 @@ impl Hardware {
             spi,
             sim: None,
             no_delays: Default::default(),
+            mcus: Default::default(),
+            mcu_sims: Default::default(),
         })
     }
 
@@ -568,6 +574,100 @@ impl Hardware {
     ) -> Result<Box<dyn SerialIo>, HwError> {
         Err(HwError::Open("this build has no serial backend".into()))
     }
+
+    /// The declared microcontrollers (`driver = "mcu"`).
+    pub fn mcu_devices(&self) -> Vec<&DeviceDef> {
+        self.def
+            .device
+            .iter()
+            .filter(|d| d.driver == "mcu")
+            .collect()
+    }
+
+    /// The MCU device a call means: the named one, or the only one.
+    pub fn mcu_name(&self, name: Option<&str>) -> Result<String, HwError> {
+        let all = self.mcu_devices();
+        match name {
+            Some(n) => all
+                .iter()
+                .find(|d| d.name == n)
+                .map(|d| d.name.clone())
+                .ok_or_else(|| HwError::NotFound(format!("no microcontroller '{n}' is declared"))),
+            None => match all.as_slice() {
+                [one] => Ok(one.name.clone()),
+                [] => Err(HwError::NotFound(
+                    "this board declares no microcontroller".into(),
+                )),
+                many => Err(HwError::NotFound(format!(
+                    "several microcontrollers are declared; name one of: {}",
+                    many.iter()
+                        .map(|d| d.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            },
+        }
+    }
+
+    /// Runs `f` on the link to MCU `name`, connecting (with a handshake) on first use.
+    pub fn with_mcu<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut crate::mcu::McuLink) -> R,
+    ) -> Result<R, HwError> {
+        let mut links = self.mcus.lock().unwrap_or_else(|p| p.into_inner());
+        if !links.contains_key(name) {
+            let open = self.mcu_opener(name)?;
+            let link = crate::mcu::McuLink::connect(open, MCU_CONNECT_DEADLINE)
+                .map_err(|e| HwError::Open(format!("microcontroller '{name}': {e}")))?;
+            links.insert(name.to_string(), link);
+        }
+        let link = links.get_mut(name).ok_or_else(|| {
+            HwError::NotFound(format!("microcontroller '{name}' did not connect"))
+        })?;
+        Ok(f(link))
+    }
+
+    /// Whether MCU `name` is connected now, and its link counters.
+    pub fn mcu_status(
+        &self,
+        name: &str,
+    ) -> Option<(Option<covo_mcu_protocol::DeviceInfo>, crate::mcu::LinkStats)> {
+        let links = self.mcus.lock().unwrap_or_else(|p| p.into_inner());
+        links.get(name).map(|l| (l.info().cloned(), l.stats()))
+    }
+
+    fn mcu_opener(&self, name: &str) -> Result<crate::mcu::Opener, HwError> {
+        let d = self.device(name)?;
+        let port = d.port.clone().ok_or_else(|| {
+            HwError::NotFound(format!("microcontroller '{name}' declares no port"))
+        })?;
+        let sdef = self.serial_def(&port)?.clone();
+        let baud = sdef.baud.unwrap_or(115_200);
+        if sdef.path.as_deref() == Some("sim:mcu") {
+            // The host simulation of the firmware, behind a real pty: same client code path.
+            let mut sims = self.mcu_sims.lock().unwrap_or_else(|p| p.into_inner());
+            if !sims.contains_key(name) {
+                let (_, handle) = covo_mcu_core::spawn_pty_sim().map_err(|e| {
+                    HwError::Open(format!("cannot start the simulated microcontroller: {e}"))
+                })?;
+                sims.insert(name.to_string(), handle);
+            }
+            let path = sims[name].path().to_string();
+            return Ok(Box::new(move || open_serial_port(&path, baud)));
+        }
+        Ok(Box::new(move || {
+            let path = match &sdef.usb {
+                Some(usb) => crate::backend::match_port(usb, &crate::backend::list_ports())?
+                    .path
+                    .clone(),
+                None => sdef.path.clone().ok_or_else(|| {
+                    BusError::Other(format!("serial port '{}' has no path", sdef.name))
+                })?,
+            };
+            open_serial_port(&path, baud)
+        }))
+    }
 }
 
 /// Reads from a port until `delimiter` (when given) has been read, `max` bytes have arrived, or
@@ -604,4 +704,20 @@ pub fn read_until(
             Err(e) => return Err(HwError::Bus(BusError::Other(e.to_string()))),
         }
     }
+}
+
+/// How long the first handshake with a microcontroller may take (QEMU's pty notices a new
+/// client slowly; a Pico re-enumerating after a reset takes a moment too).
+pub const MCU_CONNECT_DEADLINE: Duration = Duration::from_secs(3);
+
+#[cfg(all(target_os = "linux", feature = "linux"))]
+fn open_serial_port(path: &str, baud: u32) -> Result<Box<dyn SerialIo>, BusError> {
+    crate::backend::open_serial(path, baud, Duration::from_millis(20))
+}
+
+#[cfg(not(all(target_os = "linux", feature = "linux")))]
+fn open_serial_port(_path: &str, _baud: u32) -> Result<Box<dyn SerialIo>, BusError> {
+    Err(BusError::Unsupported(
+        "this build has no serial backend".into(),
+    ))
 }

@@ -5,8 +5,8 @@
 use crate::backend::SerialIo;
 use crate::bus::BusError;
 use covo_mcu_protocol::{
-    encode, DeviceError, DeviceInfo, DeviceMessage, FrameReader, Request, RequestBody, ResponseBody,
-    MAX_FRAME, PROTOCOL_VERSION, SCHEMA_HASH,
+    encode, DeviceError, DeviceInfo, DeviceMessage, FrameReader, Request, RequestBody,
+    ResponseBody, MAX_FRAME, PROTOCOL_VERSION, SCHEMA_HASH,
 };
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,9 @@ impl McuLink {
                 self.info = Some(info);
                 Ok(())
             }
-            other => Err(McuError::Mismatch(format!("unexpected answer to Hello: {other:?}"))),
+            other => Err(McuError::Mismatch(format!(
+                "unexpected answer to Hello: {other:?}"
+            ))),
         }
     }
 
@@ -119,7 +121,12 @@ impl McuLink {
 
     /// Sends a request and waits for its answer. Idempotent requests are retried (reconnecting
     /// when the link broke); others are sent once, so an actuator command never runs twice.
-    pub fn call(&mut self, body: RequestBody, idempotent: bool, deadline: Duration) -> Result<ResponseBody, McuError> {
+    pub fn call(
+        &mut self,
+        body: RequestBody,
+        idempotent: bool,
+        deadline: Duration,
+    ) -> Result<ResponseBody, McuError> {
         let attempts = if idempotent { ATTEMPTS } else { 1 };
         let mut last = McuError::Timeout(deadline.as_millis() as u64);
         for attempt in 0..attempts {
@@ -150,12 +157,20 @@ impl McuLink {
         Err(last)
     }
 
-    fn call_once(&mut self, body: RequestBody, deadline: Duration) -> Result<ResponseBody, McuError> {
+    fn call_once(
+        &mut self,
+        body: RequestBody,
+        deadline: Duration,
+    ) -> Result<ResponseBody, McuError> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let mut buf = [0u8; MAX_FRAME];
-        let frame = encode(&Request { seq, body }, &mut buf).map_err(|e| McuError::Link(format!("encode: {e:?}")))?;
-        let port = self.port.as_mut().ok_or_else(|| McuError::Link("not connected".into()))?;
+        let frame = encode(&Request { seq, body }, &mut buf)
+            .map_err(|e| McuError::Link(format!("encode: {e:?}")))?;
+        let port = self
+            .port
+            .as_mut()
+            .ok_or_else(|| McuError::Link("not connected".into()))?;
         self.stats.requests += 1;
         port.write_all(frame)
             .and_then(|_| port.flush())
@@ -170,7 +185,16 @@ impl McuLink {
             let n = match port.read(&mut rx) {
                 Ok(0) => continue,
                 Ok(n) => n,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
                 Err(e) => return Err(McuError::Link(e.to_string())),
             };
             let mut input: &[u8] = &rx[..n];
