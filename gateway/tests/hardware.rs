@@ -386,11 +386,22 @@ fn serial_request_gets_an_at_reply_from_the_sim_echo_port() {
         .unwrap();
     assert_eq!(v["read"]["text"], "hi\n");
     assert_eq!(v["stopped_by"], "delimiter");
+    // An undeclared port is refused by the policy before anything is opened.
     let e = err(rt.call(
         &s,
         Via::Direct,
         "serial_write",
         json!({"port": "/dev/ttyUSB9", "text": "x"}),
+    ));
+    assert!(
+        matches!(&e, ToolError::PolicyRefused { rule, .. } if rule == "serial.allow"),
+        "{e}"
+    );
+    let e = err(rt.call(
+        &s,
+        Via::Direct,
+        "serial_read",
+        json!({"port": "/dev/ttyUSB9"}),
     ));
     assert!(e.to_string().contains("not declared"), "{e}");
 }
@@ -527,10 +538,16 @@ fn the_sim_board_includes_a_microcontroller_running_the_real_firmware_core_on_a_
     let (code, adc) = call("mcu_adc_read", r#"{"channel":0}"#);
     assert_eq!(code, 0, "{adc}");
     assert!(adc["millivolts"].as_u64().unwrap() <= 3300);
-    let (code, pwm) = call("mcu_pwm_set", r#"{"pin":15,"duty":0.25,"frequency_hz":1000}"#);
+    let (code, pwm) = call(
+        "mcu_pwm_set",
+        r#"{"pin":15,"duty":0.25,"frequency_hz":1000}"#,
+    );
     assert_eq!(code, 0, "{pwm}");
     assert_eq!(pwm["duty"], 0.25);
-    let (code, i2c) = call("mcu_i2c_transfer", r#"{"address":"0x48","data":"00","count":2}"#);
+    let (code, i2c) = call(
+        "mcu_i2c_transfer",
+        r#"{"address":"0x48","data":"00","count":2}"#,
+    );
     assert_eq!(code, 0, "{i2c}");
     assert_eq!(i2c["read"]["bytes"].as_array().unwrap().len(), 2);
     let (code, list) = call("mcu_list", "{}");
@@ -543,9 +560,21 @@ fn microcontroller_pins_fall_under_the_board_policy_on_every_path() {
     let dir = tempfile::tempdir().unwrap();
     for (tool, args, rule) in [
         ("mcu_gpio_write", r#"{"pin":3,"level":1}"#, "mcu.outputs"),
-        ("mcu_pwm_set", r#"{"pin":15,"duty":0.5,"frequency_hz":500000}"#, "mcu.pwm"),
-        ("mcu_i2c_transfer", r#"{"address":"0x50","data":"00"}"#, "mcu.i2c_write_allow"),
-        ("mcu_i2c_transfer", r#"{"address":"0x02","count":1}"#, "i2c.reserved"),
+        (
+            "mcu_pwm_set",
+            r#"{"pin":15,"duty":0.5,"frequency_hz":500000}"#,
+            "mcu.pwm",
+        ),
+        (
+            "mcu_i2c_transfer",
+            r#"{"address":"0x50","data":"00"}"#,
+            "mcu.i2c_write_allow",
+        ),
+        (
+            "mcu_i2c_transfer",
+            r#"{"address":"0x02","count":1}"#,
+            "i2c.reserved",
+        ),
     ] {
         let (code, v) = cli(dir.path(), &["tools", "call", tool, args]);
         assert_eq!(code, 1, "{tool}: {v}");
@@ -560,8 +589,16 @@ fn microcontroller_pins_fall_under_the_board_policy_on_every_path() {
 fn an_mcu_in_process_reads_back_what_it_drove_and_reports_device_errors() {
     let (rt, _) = scripted();
     let s = Session::new("mcu", "cli");
-    rt.call(&s, Via::Direct, "mcu_gpio_write", json!({"pin": 25, "level": 1})).unwrap();
-    let r = rt.call(&s, Via::Direct, "mcu_gpio_read", json!({"pin": 25})).unwrap();
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 25, "level": 1}),
+    )
+    .unwrap();
+    let r = rt
+        .call(&s, Via::Direct, "mcu_gpio_read", json!({"pin": 25}))
+        .unwrap();
     assert_eq!(r["level"], 1);
     let e = err(rt.call(&s, Via::Direct, "mcu_adc_read", json!({"channel": 9})));
     assert!(e.to_string().contains("AdcChannel"), "{e}");

@@ -239,6 +239,15 @@ fn mcu_pwm_set(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .get("frequency_hz")
         .and_then(Value::as_f64)
         .unwrap_or(super::gpio::DEFAULT_PWM_HZ);
+    request(
+        cx,
+        &args,
+        RequestBody::GpioMode {
+            pin,
+            mode: PinMode::Pwm,
+        },
+        true,
+    )?;
     let body = RequestBody::PwmSet {
         pin,
         frequency_hz: freq.round() as u32,
