@@ -12,6 +12,18 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
-echo "== fmt";    cargo fmt --all -- --check
-echo "== clippy"; cargo clippy --workspace --all-targets -- -D warnings
-echo "== tests";  cargo test --workspace
+# The firmware images build for their microcontrollers; the QEMU one runs in the tests.
+rustup target add thumbv7m-none-eabi thumbv6m-none-eabi
+if ! need qemu-system-arm; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq qemu-system-arm
+fi
+need qemu-system-arm || { echo "run-all: qemu-system-arm is missing and could not be installed" >&2; exit 1; }
+
+echo "== fmt";      cargo fmt --all -- --check
+echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
+echo "== firmware"
+(cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)
+(cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)
+echo "== tests";    cargo test --workspace

@@ -1,0 +1,150 @@
+//! The gateway against the real firmware image running in QEMU (lm3s6965evb, UART0 on a pty):
+//! `covo tools call` for info, GPIO, ADC and PWM, then QEMU is killed and restarted and the link
+//! reconnects. Needs `qemu-system-arm` and the release image; `tests/run-all.sh` installs and
+//! builds both. Missing parts fail the test loudly; it never skips.
+
+use covo::config::Config;
+use covo::exec::Session;
+use covo::hardware::Board;
+use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::store::Store;
+use covo_hal_tools::board::BoardDef;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+fn image() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../firmware/qemu-lm3s6965/target/thumbv7m-none-eabi/release/covo-fw-qemu");
+    assert!(
+        p.exists(),
+        "the QEMU firmware image is missing at {}: build it with `(cd firmware/qemu-lm3s6965 && cargo build --release)` (tests/run-all.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// A running QEMU and the pty its UART0 is on.
+struct Qemu {
+    child: Child,
+    pty: String,
+}
+
+impl Qemu {
+    fn start() -> Qemu {
+        let mut child = Command::new("qemu-system-arm")
+            .args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic", "-monitor", "none"])
+            .args(["-semihosting-config", "enable=on,target=native", "-serial", "pty", "-kernel"])
+            .arg(image())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("qemu-system-arm must be installed (apt-get install -y qemu-system-arm)");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let pty = loop {
+            let line = lines.next().expect("QEMU exited before printing its pty").unwrap();
+            if let Some(rest) = line.strip_prefix("char device redirected to ") {
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        };
+        // Keep draining stdout (the firmware's semihosting banner) so QEMU never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        Qemu { child, pty }
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A board whose one microcontroller is at `link` (a symlink we repoint when QEMU restarts,
+/// as udev's by-id links follow a re-plugged Pico).
+fn board_toml(link: &Path) -> String {
+    format!(
+        r#"[board]
+name = "qemu-host"
+model = "host with a QEMU microcontroller"
+backend = "linux"
+
+[[serial]]
+name = "qemu"
+path = "{}"
+baud = 115200
+
+[[device]]
+name = "lm3s"
+driver = "mcu"
+port = "qemu"
+
+[policy]
+[[policy.mcu]]
+device = "lm3s"
+outputs = [2]
+pwm = [{{ channel = 5, min_hz = 10.0, max_hz = 100000.0, max_duty = 1.0 }}]
+"#,
+        link.display()
+    )
+}
+
+fn point(link: &Path, pty: &str) {
+    let _ = std::fs::remove_file(link);
+    std::os::unix::fs::symlink(pty, link).unwrap();
+}
+
+fn cli(dir: &Path, cfg: &Path, tool: &str, args: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args(["tools", "call", tool, args, "--config"])
+        .arg(cfg)
+        .env("COVO_HOME", dir.join("home"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{tool}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{tool} {args}: {v}");
+    v
+}
+
+#[test]
+fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("mcu-tty");
+    let board = dir.path().join("board.toml");
+    std::fs::write(&board, board_toml(&link)).unwrap();
+    let cfg = dir.path().join("covo.toml");
+    std::fs::write(&cfg, format!("board = {:?}\n", board.display().to_string())).unwrap();
+
+    let qemu = Qemu::start();
+    point(&link, &qemu.pty);
+    let info = cli(dir.path(), &cfg, "mcu_info", "{}");
+    assert_eq!(info["info"]["board"], "lm3s6965-qemu", "{info}");
+    cli(dir.path(), &cfg, "mcu_gpio_write", r#"{"pin":2,"level":1}"#);
+    let r = cli(dir.path(), &cfg, "mcu_gpio_read", r#"{"pin":2}"#);
+    assert_eq!(r["level"], 1, "{r}");
+    let adc = cli(dir.path(), &cfg, "mcu_adc_read", r#"{"channel":1}"#);
+    assert!(adc["raw"].as_u64().is_some(), "{adc}");
+    let pwm = cli(dir.path(), &cfg, "mcu_pwm_set", r#"{"pin":5,"duty":0.25,"frequency_hz":1000}"#);
+    assert_eq!(pwm["duty"], 0.25, "{pwm}");
+
+    // One long-lived runtime: kill QEMU under it, start a new one, and the next read reconnects.
+    let def = BoardDef::load(&board).unwrap();
+    let mut opts = RuntimeOptions::new(Config::default());
+    opts.board = Some(Arc::new(Board::from_def(def)));
+    let rt = Runtime::new(opts).unwrap().with_store(Store::in_memory().unwrap());
+    let s = Session::new("qemu", "cli");
+    rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    drop(qemu);
+    let qemu = Qemu::start();
+    point(&link, &qemu.pty);
+    let again = rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    assert_eq!(again["info"]["board"], "lm3s6965-qemu");
+    let list = rt.call(&s, Via::Direct, "mcu_list", json!({})).unwrap();
+    let link_stats = &list["microcontrollers"][0]["link"];
+    assert!(link_stats["reconnects"].as_u64().unwrap() >= 1, "{list}");
+    drop(qemu);
+}
