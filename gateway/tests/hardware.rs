@@ -236,6 +236,10 @@ fn policy_refusals_name_their_rule_directly_and_through_tool_call() {
     }
 }
 
+/// Pseudo-terminal creation (`ptsname`) is not thread-safe: tests in this process that open
+/// ptys take this lock.
+static PTY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn scripted() -> (Runtime, SimBoard) {
     let sim = SimBoard::new();
     let hw = Hardware::sim_with(BoardDef::sim(), sim.clone());
@@ -483,6 +487,7 @@ fn a_watch_on_an_unknown_quantity_is_refused_with_what_the_sensor_measures() {
 
 #[test]
 fn serial_tools_work_against_a_real_pseudo_terminal() {
+    let _pty = PTY.lock().unwrap_or_else(|p| p.into_inner());
     use std::io::{Read, Write};
     let (mut master, slave) = serialport::TTYPort::pair().expect("a pty pair");
     let slave_path = slave.name().expect("the pty has a path");
@@ -587,6 +592,7 @@ fn microcontroller_pins_fall_under_the_board_policy_on_every_path() {
 
 #[test]
 fn an_mcu_in_process_reads_back_what_it_drove_and_reports_device_errors() {
+    let _pty = PTY.lock().unwrap_or_else(|p| p.into_inner());
     let (rt, _) = scripted();
     let s = Session::new("mcu", "cli");
     rt.call(

@@ -35,8 +35,22 @@ struct Qemu {
 impl Qemu {
     fn start() -> Qemu {
         let mut child = Command::new("qemu-system-arm")
-            .args(["-cpu", "cortex-m3", "-machine", "lm3s6965evb", "-nographic", "-monitor", "none"])
-            .args(["-semihosting-config", "enable=on,target=native", "-serial", "pty", "-kernel"])
+            .args([
+                "-cpu",
+                "cortex-m3",
+                "-machine",
+                "lm3s6965evb",
+                "-nographic",
+                "-monitor",
+                "none",
+            ])
+            .args([
+                "-semihosting-config",
+                "enable=on,target=native",
+                "-serial",
+                "pty",
+                "-kernel",
+            ])
             .arg(image())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -45,7 +59,10 @@ impl Qemu {
             .expect("qemu-system-arm must be installed (apt-get install -y qemu-system-arm)");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let pty = loop {
-            let line = lines.next().expect("QEMU exited before printing its pty").unwrap();
+            let line = lines
+                .next()
+                .expect("QEMU exited before printing its pty")
+                .unwrap();
             if let Some(rest) = line.strip_prefix("char device redirected to ") {
                 break rest.split_whitespace().next().unwrap().to_string();
             }
@@ -128,14 +145,21 @@ fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
     assert_eq!(r["level"], 1, "{r}");
     let adc = cli(dir.path(), &cfg, "mcu_adc_read", r#"{"channel":1}"#);
     assert!(adc["raw"].as_u64().is_some(), "{adc}");
-    let pwm = cli(dir.path(), &cfg, "mcu_pwm_set", r#"{"pin":5,"duty":0.25,"frequency_hz":1000}"#);
+    let pwm = cli(
+        dir.path(),
+        &cfg,
+        "mcu_pwm_set",
+        r#"{"pin":5,"duty":0.25,"frequency_hz":1000}"#,
+    );
     assert_eq!(pwm["duty"], 0.25, "{pwm}");
 
     // One long-lived runtime: kill QEMU under it, start a new one, and the next read reconnects.
     let def = BoardDef::load(&board).unwrap();
     let mut opts = RuntimeOptions::new(Config::default());
     opts.board = Some(Arc::new(Board::from_def(def)));
-    let rt = Runtime::new(opts).unwrap().with_store(Store::in_memory().unwrap());
+    let rt = Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap());
     let s = Session::new("qemu", "cli");
     rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
     drop(qemu);
