@@ -16,8 +16,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 fn image() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../firmware/qemu-lm3s6965/target/thumbv7m-none-eabi/release/covo-fw-qemu");
+    // The image's own package builds into its `target/`, or into $CARGO_TARGET_DIR when set.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware/qemu-lm3s6965/target")
+        });
+    let p = target.join("thumbv7m-none-eabi/release/covo-fw-qemu");
     assert!(
         p.exists(),
         "the QEMU firmware image is missing at {}: build it with `(cd firmware/qemu-lm3s6965 && cargo build --release)` (tests/run-all.sh does)",
