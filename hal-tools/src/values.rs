@@ -98,7 +98,7 @@ pub fn bytes(field: &str, v: &Value) -> Result<Vec<u8>, ValueError> {
                 .split(|c: char| c.is_whitespace() || c == ',' || c == ':')
                 .map(|p| p.trim_start_matches("0x").trim_start_matches("0X"))
                 .collect();
-            if cleaned.len() % 2 != 0 || !cleaned.chars().all(|c| c.is_ascii_hexdigit()) {
+            if !cleaned.len().is_multiple_of(2) || !cleaned.chars().all(|c| c.is_ascii_hexdigit()) {
                 return Err(bad(
                     field,
                     format!("'{s}' is not hex bytes; use \"d0 01\" or [208, 1]"),

@@ -254,6 +254,38 @@ impl<B: Board> Device<B> {
     }
 }
 
+/// A device that is a file of 256 byte registers behind a register pointer, the common I2C
+/// convention: the first written byte sets the pointer, further bytes are written from it, and
+/// reads continue from it, all auto-incrementing. Simulated I2C devices use it.
+#[derive(Debug, Clone)]
+pub struct RegisterFile {
+    /// The registers.
+    pub regs: [u8; 256],
+    pointer: u8,
+}
+
+impl RegisterFile {
+    /// A register file with these contents and the pointer at 0.
+    pub const fn new(regs: [u8; 256]) -> Self {
+        RegisterFile { regs, pointer: 0 }
+    }
+
+    /// One I2C transaction: `write` (pointer, then data), then `read`.
+    pub fn transfer(&mut self, write: &[u8], read: &mut [u8]) {
+        if let Some((&pointer, data)) = write.split_first() {
+            self.pointer = pointer;
+            for &byte in data {
+                self.regs[self.pointer as usize] = byte;
+                self.pointer = self.pointer.wrapping_add(1);
+            }
+        }
+        for byte in read {
+            *byte = self.regs[self.pointer as usize];
+            self.pointer = self.pointer.wrapping_add(1);
+        }
+    }
+}
+
 /// Scales a raw conversion to millivolts, saturating.
 pub fn millivolts(raw: u16, bits: u8, vref_mv: u16) -> u16 {
     if bits == 0 || bits > 16 {

@@ -46,8 +46,7 @@ enum Clock {
 pub struct SimBoard {
     pins: [Pin; SIM_PINS as usize],
     clock: Clock,
-    i2c_regs: [u8; 256],
-    i2c_pointer: u8,
+    i2c: crate::RegisterFile,
 }
 
 impl Default for SimBoard {
@@ -69,8 +68,7 @@ impl SimBoard {
         SimBoard {
             pins: [Pin::default(); SIM_PINS as usize],
             clock: Clock::Real(Instant::now()),
-            i2c_regs,
-            i2c_pointer: 0,
+            i2c: crate::RegisterFile::new(i2c_regs),
         }
     }
 
@@ -109,7 +107,7 @@ impl SimBoard {
 
     /// The simulated I2C device's registers.
     pub fn i2c_registers(&mut self) -> &mut [u8; 256] {
-        &mut self.i2c_regs
+        &mut self.i2c.regs
     }
 
     fn pin(&mut self, pin: u8) -> Result<&mut Pin, DeviceError> {
@@ -248,17 +246,7 @@ impl Board for SimBoard {
         if address != SIM_I2C_ADDRESS {
             return Err(DeviceError::I2cNack(address));
         }
-        if let Some((&pointer, data)) = write.split_first() {
-            self.i2c_pointer = pointer;
-            for &byte in data {
-                self.i2c_regs[self.i2c_pointer as usize] = byte;
-                self.i2c_pointer = self.i2c_pointer.wrapping_add(1);
-            }
-        }
-        for byte in read {
-            *byte = self.i2c_regs[self.i2c_pointer as usize];
-            self.i2c_pointer = self.i2c_pointer.wrapping_add(1);
-        }
+        self.i2c.transfer(write, read);
         Ok(())
     }
 }

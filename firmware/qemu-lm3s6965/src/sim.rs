@@ -41,8 +41,7 @@ pub struct SimBoard {
     pins: [Pin; PINS as usize],
     pwm: [(u32, u16); PINS as usize],
     noise: u32,
-    i2c_regs: [u8; 256],
-    i2c_pointer: u8,
+    i2c: covo_mcu_core::RegisterFile,
 }
 
 impl SimBoard {
@@ -58,8 +57,7 @@ impl SimBoard {
             }; PINS as usize],
             pwm: [(0, 0); PINS as usize],
             noise: 0x1234_5678,
-            i2c_regs,
-            i2c_pointer: 0,
+            i2c: covo_mcu_core::RegisterFile::new(i2c_regs),
         }
     }
 
@@ -188,17 +186,7 @@ impl Board for SimBoard {
         if address != I2C_ADDRESS {
             return Err(DeviceError::I2cNack(address));
         }
-        if let Some((&pointer, data)) = write.split_first() {
-            self.i2c_pointer = pointer;
-            for &b in data {
-                self.i2c_regs[self.i2c_pointer as usize] = b;
-                self.i2c_pointer = self.i2c_pointer.wrapping_add(1);
-            }
-        }
-        for b in read.iter_mut() {
-            *b = self.i2c_regs[self.i2c_pointer as usize];
-            self.i2c_pointer = self.i2c_pointer.wrapping_add(1);
-        }
+        self.i2c.transfer(write, read);
         Ok(())
     }
 }

@@ -214,15 +214,25 @@ fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
     }
 }
 
-fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+/// The stored readings an executor's arguments ask for: sensor, window, optional quantity.
+fn stored_readings(
+    cx: &Cx<'_>,
+    args: &Value,
+) -> Result<(String, String, String, Vec<crate::store::Reading>), CallError> {
     let name = args
         .get("sensor")
         .and_then(Value::as_str)
         .unwrap_or_default();
     known_sensor(cx, name)?;
     let quantity = args.get("quantity").and_then(Value::as_str);
-    let (since, until) = range(cx, &args)?;
+    let (since, until) = range(cx, args)?;
     let rows = cx.store()?.readings(name, quantity, &since, &until)?;
+    Ok((name.to_string(), since, until, rows))
+}
+
+fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let (name, since, until, rows) = stored_readings(cx, &args)?;
+    let name = name.as_str();
     let mut per: BTreeMap<&str, Vec<&crate::store::Reading>> = BTreeMap::new();
     for r in &rows {
         per.entry(r.quantity.as_str()).or_default().push(r);
@@ -259,14 +269,8 @@ fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args
-        .get("sensor")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    known_sensor(cx, name)?;
-    let quantity = args.get("quantity").and_then(Value::as_str);
-    let (since, until) = range(cx, &args)?;
-    let rows = cx.store()?.readings(name, quantity, &since, &until)?;
+    let (name, since, until, rows) = stored_readings(cx, &args)?;
+    let name = name.as_str();
     let dir = cx.runtime().home().join("artifacts");
     std::fs::create_dir_all(&dir)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
