@@ -72,7 +72,7 @@ fn tools_list_json_lists_every_tool_the_default_full_profile_owns() {
             assert!(!r[key].is_null(), "{key} missing in {r}");
         }
     }
-    let i2c = rows.iter().find(|r| r["name"] == "mcu_info").unwrap();
+    let i2c = rows.iter().find(|r| r["name"] == "web_fetch").unwrap();
     assert_eq!(i2c["available"], false);
     assert_eq!(i2c["reason"], "not implemented");
 }
@@ -198,7 +198,15 @@ fn tools_call_prints_json_and_exits_0_or_1_with_a_structured_error() {
             ],
             "not_in_profile",
         ),
-        (vec!["tools", "call", "mcu_info"], "unavailable"),
+        (
+            vec![
+                "tools",
+                "call",
+                "web_fetch",
+                r#"{"url":"http://127.0.0.1:9/"}"#,
+            ],
+            "unavailable",
+        ),
     ] {
         let out = env.covo(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");

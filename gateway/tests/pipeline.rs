@@ -111,11 +111,16 @@ fn a_missing_required_field_is_named() {
 #[test]
 fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
     let rt = runtime("full");
-    let e = respond(rt.call(&session(), Via::Direct, "mcu_info", json!({})));
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "web_fetch",
+        json!({"url": "http://127.0.0.1:9/"}),
+    ));
     assert_eq!(
         e,
         ToolError::Unavailable {
-            tool: "mcu_info".into(),
+            tool: "web_fetch".into(),
             reason: "not implemented".into()
         }
     );
