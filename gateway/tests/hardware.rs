@@ -611,3 +611,29 @@ fn an_mcu_in_process_reads_back_what_it_drove_and_reports_device_errors() {
     // The link still works after a device error.
     rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
 }
+
+#[test]
+fn sampling_logs_each_sensor_at_its_interval_and_not_more_often() {
+    let (rt, _) = scripted();
+    let hw = rt.board().hardware().unwrap();
+    hw.skip_driver_delays(true);
+    let mut last = std::collections::HashMap::new();
+    let first = covo::tools::sensors::sample_due(&rt, &mut last);
+    assert_eq!(
+        first.len(),
+        2,
+        "climate and light declare 60 s intervals: {first:?}"
+    );
+    assert!(
+        covo::tools::sensors::sample_due(&rt, &mut last).is_empty(),
+        "not due again yet"
+    );
+    let since = "2000-01-01T00:00:00.000Z";
+    let until = "2999-01-01T00:00:00.000Z";
+    let rows = rt
+        .store()
+        .unwrap()
+        .readings("climate", None, since, until)
+        .unwrap();
+    assert_eq!(rows.len(), 3, "temperature, humidity, pressure");
+}
