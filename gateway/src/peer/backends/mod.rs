@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::error::ToolError;
 
 mod plot;
+mod web;
 
 /// Per-backend settings of the peer, all optional (`[peer.backends]` in the peer's config).
 #[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
@@ -19,6 +20,20 @@ pub struct BackendsConfig {
     /// `plot_series`: chart size.
     #[serde(default)]
     pub plot_series: PlotConfig,
+    /// `web_fetch`: body cap and user agent.
+    #[serde(default)]
+    pub web_fetch: WebFetchConfig,
+}
+
+/// Settings of `web_fetch`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WebFetchConfig {
+    /// At most this many body bytes are read (default 2 MiB); the rest is dropped and the
+    /// result says `truncated`.
+    pub max_bytes: Option<u64>,
+    /// The `User-Agent` header (default `covo-peer/<version>`).
+    pub user_agent: Option<String>,
 }
 
 /// Settings of `plot_series`.
@@ -35,6 +50,7 @@ pub struct PlotConfig {
 #[derive(Debug)]
 pub struct Backends {
     plot: plot::Plot,
+    web: web::WebFetch,
 }
 
 impl Backends {
@@ -42,12 +58,13 @@ impl Backends {
     pub fn from_config(cfg: &BackendsConfig) -> Backends {
         Backends {
             plot: plot::Plot::new(&cfg.plot_series),
+            web: web::WebFetch::new(&cfg.web_fetch),
         }
     }
 
     /// Only tools whose backend is configured and usable here; a tool is never faked.
     pub fn tools(&self) -> Vec<&'static str> {
-        vec![plot::TOOL]
+        vec![plot::TOOL, web::TOOL]
     }
 
     /// Runs `tool` with schema-validated `args`, giving up at `deadline`.
@@ -67,6 +84,7 @@ impl Backends {
         }
         match tool {
             plot::TOOL => self.plot.run(&args),
+            web::TOOL => self.web.run(&args, deadline),
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
@@ -89,6 +107,7 @@ mod tests {
             assert!(!b.tools().contains(&missing), "{missing} is listed");
         }
         assert!(b.tools().contains(&"plot_series"));
+        assert!(b.tools().contains(&"web_fetch"));
     }
 
     #[test]
