@@ -2,7 +2,10 @@
 //!
 //! Arguments arrive already validated against the tool's parameter schema (see `crate::tools`).
 //! A tool is listed by [`Backends::tools`] only when its backend is configured and usable on
-//! this machine; nothing is ever faked.
+//! this machine; nothing is ever faked:
+//! - `plot_series`, `web_fetch`: always (pure Rust).
+//! - `code_run`: when a `sh` exists (Python snippets additionally need `python3`; without it
+//!   they fail with a hint). Network isolation is reported per run, never assumed.
 
 use std::time::Instant;
 
@@ -10,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
+mod code;
 mod plot;
 mod web;
 
@@ -23,6 +27,26 @@ pub struct BackendsConfig {
     /// `web_fetch`: body cap and user agent.
     #[serde(default)]
     pub web_fetch: WebFetchConfig,
+    /// `code_run`: interpreters and limits.
+    #[serde(default)]
+    pub code_run: CodeRunConfig,
+}
+
+/// Settings of `code_run`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodeRunConfig {
+    /// The Python interpreter (default `python3` on `PATH`, resolved to the real executable).
+    pub python: Option<std::path::PathBuf>,
+    /// The shell for shell snippets and the limit wrapper (default `sh` on `PATH`).
+    pub shell: Option<std::path::PathBuf>,
+    /// Address-space limit per run in MiB (`ulimit -v`; default 512).
+    pub memory_mb: Option<u64>,
+    /// Cap on each of stdout and stderr in bytes (default 64 KiB).
+    pub max_output_bytes: Option<usize>,
+    /// Run without network through `unshare -rn` (default: when it works here). `false`
+    /// turns isolation off; results then say `"network": "not isolated"`.
+    pub isolate_network: Option<bool>,
 }
 
 /// Settings of `web_fetch`.
@@ -51,6 +75,7 @@ pub struct PlotConfig {
 pub struct Backends {
     plot: plot::Plot,
     web: web::WebFetch,
+    code: code::CodeRun,
 }
 
 impl Backends {
@@ -59,12 +84,17 @@ impl Backends {
         Backends {
             plot: plot::Plot::new(&cfg.plot_series),
             web: web::WebFetch::new(&cfg.web_fetch),
+            code: code::CodeRun::new(&cfg.code_run),
         }
     }
 
     /// Only tools whose backend is configured and usable here; a tool is never faked.
     pub fn tools(&self) -> Vec<&'static str> {
-        vec![plot::TOOL, web::TOOL]
+        let mut tools = vec![plot::TOOL, web::TOOL];
+        if self.code.available() {
+            tools.push(code::TOOL);
+        }
+        tools
     }
 
     /// Runs `tool` with schema-validated `args`, giving up at `deadline`.
@@ -85,6 +115,7 @@ impl Backends {
         match tool {
             plot::TOOL => self.plot.run(&args),
             web::TOOL => self.web.run(&args, deadline),
+            code::TOOL => self.code.run(&args, deadline),
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
@@ -108,6 +139,8 @@ mod tests {
         }
         assert!(b.tools().contains(&"plot_series"));
         assert!(b.tools().contains(&"web_fetch"));
+        // `sh` exists on every host these tests run on.
+        assert!(b.tools().contains(&"code_run"));
     }
 
     #[test]
