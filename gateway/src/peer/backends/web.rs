@@ -131,14 +131,9 @@ async fn fetch(
         let room = max_bytes as usize - body.len();
         if chunk.len() >= room {
             body.extend_from_slice(&chunk[..room]);
-            // Anything past the cap, even a single byte, is dropped: say so.
-            capped = chunk.len() > room
-                || resp
-                    .chunk()
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|c| !c.is_empty());
+            // Past the cap: truncated unless the declared length says the body ended exactly
+            // here (reading on to find out could wait on a slow server until the deadline).
+            capped = chunk.len() > room || resp.content_length().is_none_or(|n| n > max_bytes);
             break;
         }
         body.extend_from_slice(&chunk);
@@ -307,6 +302,20 @@ mod tests {
             .unwrap();
         assert_eq!(out["text"].as_str().unwrap().len(), 1000);
         assert_eq!(out["truncated"], true);
+    }
+
+    #[test]
+    fn a_body_exactly_at_the_cap_is_not_called_truncated() {
+        let base = serve();
+        let exact = WebFetch::new(&WebFetchConfig {
+            max_bytes: Some(10_000),
+            ..Default::default()
+        });
+        let out = exact
+            .run(&json!({"url": format!("{base}/long")}), soon())
+            .unwrap();
+        assert_eq!(out["text"].as_str().unwrap().len(), 10_000);
+        assert_eq!(out["truncated"], false);
     }
 
     #[test]
