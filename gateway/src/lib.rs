@@ -29,6 +29,7 @@ pub mod exec;
 pub mod hardware;
 pub mod hooks;
 pub mod llm;
+pub mod peer;
 pub mod plan;
 pub mod profile;
 pub mod runtime;

@@ -1,0 +1,178 @@
+//! The peer-side tool backends: what `covo peer` runs when the gateway forwards a call.
+//!
+//! Arguments arrive already validated against the tool's parameter schema (see `crate::tools`).
+//! A tool is listed by [`Backends::tools`] only when its backend is configured and usable on
+//! this machine; nothing is ever faked:
+//! - `plot_series`, `web_fetch`: always (pure Rust).
+//! - `code_run`: when a `sh` exists (Python snippets additionally need `python3`; without it
+//!   they fail with a hint). Network isolation is reported per run, never assumed.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+mod code;
+mod plot;
+mod web;
+
+/// Per-backend settings of the peer, all optional (`[peer.backends]` in the peer's config).
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendsConfig {
+    /// `plot_series`: chart size.
+    #[serde(default)]
+    pub plot_series: PlotConfig,
+    /// `web_fetch`: body cap and user agent.
+    #[serde(default)]
+    pub web_fetch: WebFetchConfig,
+    /// `code_run`: interpreters and limits.
+    #[serde(default)]
+    pub code_run: CodeRunConfig,
+}
+
+/// Settings of `code_run`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodeRunConfig {
+    /// The Python interpreter (default `python3` on `PATH`, resolved to the real executable).
+    pub python: Option<std::path::PathBuf>,
+    /// The shell for shell snippets and the limit wrapper (default `sh` on `PATH`).
+    pub shell: Option<std::path::PathBuf>,
+    /// Address-space limit per run in MiB (`ulimit -v`; default 512).
+    pub memory_mb: Option<u64>,
+    /// Cap on each of stdout and stderr in bytes (default 64 KiB).
+    pub max_output_bytes: Option<usize>,
+    /// Run without network through `unshare -rn` (default: when it works here). `false`
+    /// turns isolation off; results then say `"network": "not isolated"`.
+    pub isolate_network: Option<bool>,
+}
+
+/// Settings of `web_fetch`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WebFetchConfig {
+    /// At most this many body bytes are read (default 2 MiB); the rest is dropped and the
+    /// result says `truncated`.
+    pub max_bytes: Option<u64>,
+    /// The `User-Agent` header (default `covo-peer/<version>`).
+    pub user_agent: Option<String>,
+}
+
+/// Settings of `plot_series`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlotConfig {
+    /// Chart width in pixels (default 800, clamped to 64..=4096).
+    pub width: Option<u32>,
+    /// Chart height in pixels (default 480, clamped to 64..=4096).
+    pub height: Option<u32>,
+}
+
+/// The usable backends of this peer.
+#[derive(Debug)]
+pub struct Backends {
+    plot: plot::Plot,
+    web: web::WebFetch,
+    code: code::CodeRun,
+}
+
+impl Backends {
+    /// Probes what can run here (interpreters, sandboxing) and keeps the usable backends.
+    pub fn from_config(cfg: &BackendsConfig) -> Backends {
+        Backends {
+            plot: plot::Plot::new(&cfg.plot_series),
+            web: web::WebFetch::new(&cfg.web_fetch),
+            code: code::CodeRun::new(&cfg.code_run),
+        }
+    }
+
+    /// Only tools whose backend is configured and usable here; a tool is never faked.
+    pub fn tools(&self) -> Vec<&'static str> {
+        let mut tools = vec![plot::TOOL, web::TOOL];
+        if self.code.available() {
+            tools.push(code::TOOL);
+        }
+        tools
+    }
+
+    /// Runs `tool` with schema-validated `args`, giving up at `deadline`.
+    pub fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        if !self.tools().contains(&tool) {
+            return Err(ToolError::Unavailable {
+                tool: tool.to_string(),
+                reason: "not implemented on this peer".into(),
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(ToolError::Failed {
+                tool: tool.to_string(),
+                message: "the deadline passed before the call started".into(),
+                hint: Some("retry with a longer timeout".into()),
+            });
+        }
+        match tool {
+            plot::TOOL => self.plot.run(&args),
+            web::TOOL => self.web.run(&args, deadline),
+            code::TOOL => self.code.run(&args, deadline),
+            _ => unreachable!("tools() lists only implemented backends"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn tools_never_lists_an_unimplemented_tool() {
+        let b = Backends::from_config(&BackendsConfig::default());
+        for missing in [
+            "web_search",
+            "image_generate",
+            "code_graph",
+            "test_generate",
+        ] {
+            assert!(!b.tools().contains(&missing), "{missing} is listed");
+        }
+        assert!(b.tools().contains(&"plot_series"));
+        assert!(b.tools().contains(&"web_fetch"));
+        // `sh` exists on every host these tests run on.
+        assert!(b.tools().contains(&"code_run"));
+    }
+
+    #[test]
+    fn calling_an_unlisted_tool_is_unavailable_not_faked() {
+        let b = Backends::from_config(&BackendsConfig::default());
+        let err = b
+            .call(
+                "web_search",
+                serde_json::json!({"query": "x"}),
+                Instant::now() + Duration::from_secs(5),
+            )
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Unavailable { ref tool, .. } if tool == "web_search"));
+    }
+
+    #[test]
+    fn a_call_past_its_deadline_fails_without_running() {
+        let b = Backends::from_config(&BackendsConfig::default());
+        let err = b
+            .call(
+                "plot_series",
+                serde_json::json!({"series": []}),
+                Instant::now() - Duration::from_millis(1),
+            )
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Failed { .. }));
+    }
+
+    #[test]
+    fn config_rejects_unknown_fields() {
+        assert!(toml::from_str::<BackendsConfig>("plot_series = { width = 300 }").is_ok());
+        assert!(toml::from_str::<BackendsConfig>("bogus = 1").is_err());
+        assert!(toml::from_str::<BackendsConfig>("plot_series = { depth = 3 }").is_err());
+    }
+}
