@@ -437,3 +437,108 @@ fn qos1_round_trip_through_mosquitto_with_tcp_nodelay() {
         times.len()
     );
 }
+
+#[test]
+fn covo_peer_as_a_process_announces_itself_and_its_will_fires_when_it_is_killed() {
+    let broker = Mosquitto::start();
+    let topics = Topics::new("covo");
+    let status = topics.peer_status("proc1");
+    let raw = raw::connect(broker.port(), &status);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("covo.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[mqtt]\nurl = \"{}\"\n[peer]\nid = \"proc1\"\n",
+            broker.url()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args(["peer", "--config"])
+        .arg(&cfg)
+        .env("COVO_HOME", dir.path().join("home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let next = |what: &str| -> Value {
+        let (_, body) = raw
+            .rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no {what} status"));
+        serde_json::from_slice(&body).unwrap()
+    };
+    let birth = next("birth");
+    assert_eq!(birth["status"], "online");
+    assert_eq!(birth["version"], 1);
+    // SIGKILL: no DISCONNECT, so the broker publishes the Will.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(next("Will"), json!({"status": "offline"}));
+}
+
+/// A user hook that refuses one tool: stands for any `before_tool_call` check (plan mode,
+/// approval) that must run on the gateway before a peer call is published.
+struct RefuseCodeRun;
+
+impl covo::hooks::Hook for RefuseCodeRun {
+    fn name(&self) -> &'static str {
+        "refuse_code_run"
+    }
+
+    fn before_tool_call(
+        &self,
+        _cx: &covo::hooks::HookCx<'_>,
+        call: &covo::hooks::ToolInvocation<'_>,
+    ) -> Result<(), ToolError> {
+        if call.spec.name == "code_run" {
+            Err(ToolError::ApprovalDenied {
+                tool: "code_run".into(),
+                detail: "declined by the test hook".into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[test]
+fn before_tool_call_hooks_run_on_the_gateway_before_a_peer_call_is_published() {
+    let broker = Mosquitto::start();
+    let host = TestHost::new(Duration::ZERO);
+    let _server = peer(&broker, "p1", host.clone());
+    let mut opts = RuntimeOptions::new(Config {
+        mqtt: Some(mqtt(&broker, None)),
+        ..Config::default()
+    });
+    opts.hooks.push(Box::new(RefuseCodeRun));
+    let rt = Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap());
+    assert!(rt
+        .peer_link()
+        .unwrap()
+        .wait_for("code_run", true, Duration::from_secs(5)));
+    match rt.call(
+        &session(),
+        Via::Direct,
+        "code_run",
+        json!({"language": "python", "code": "print(1)"}),
+    ) {
+        Err(CallError::Respond(ToolError::ApprovalDenied { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    // Through `tool_call` too.
+    match rt.call(
+        &session(),
+        Via::Direct,
+        "tool_call",
+        json!({"name": "code_run", "arguments": {"language": "python", "code": "print(1)"}}),
+    ) {
+        Err(CallError::Respond(ToolError::ApprovalDenied { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(host.count(), 0, "nothing reached the peer");
+}
