@@ -542,3 +542,28 @@ fn before_tool_call_hooks_run_on_the_gateway_before_a_peer_call_is_published() {
     }
     assert_eq!(host.count(), 0, "nothing reached the peer");
 }
+
+#[test]
+fn after_a_broker_restart_both_sides_reconnect_resubscribe_and_calls_work_again() {
+    let mut broker = Mosquitto::start();
+    let host = TestHost::new(Duration::ZERO);
+    let _server = peer(&broker, "p1", host.clone());
+    let rt = runtime(Config {
+        mqtt: Some(mqtt(&broker, Some(5000))),
+        ..Config::default()
+    });
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_for("plot_series", true, Duration::from_secs(5)));
+    broker.restart();
+    // The connection drop clears the peers (the first reconnect waits at least 50 ms of
+    // backoff); the reconnect resubscribes, the peer re-announces itself on its own ConnAck,
+    // and the tool comes back.
+    assert!(!link.wait_for("plot_series", false, Duration::from_secs(5)));
+    let t = Instant::now();
+    assert!(link.wait_for("plot_series", true, Duration::from_secs(20)));
+    eprintln!("peer tools back {:?} after the broker restart", t.elapsed());
+    let v = rt
+        .call(&session(), Via::Direct, "plot_series", plot_args())
+        .unwrap();
+    assert_eq!(v["tool"], "plot_series");
+}

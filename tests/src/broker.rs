@@ -16,6 +16,22 @@ pub struct Mosquitto {
     dir: PathBuf,
 }
 
+fn spawn(bin: &std::path::Path, dir: &std::path::Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("mosquitto.log"))
+        .expect("log file");
+    Command::new(bin)
+        .arg("-c")
+        .arg(dir.join("mosquitto.conf"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()))
+}
+
 fn binary() -> PathBuf {
     for dir in std::env::var("PATH")
         .unwrap_or_default()
@@ -56,15 +72,7 @@ impl Mosquitto {
                 ),
             )
             .expect("write mosquitto.conf");
-            let log = std::fs::File::create(dir.join("mosquitto.log")).expect("log file");
-            let mut child = Command::new(&bin)
-                .arg("-c")
-                .arg(&conf)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+            let mut child = spawn(&bin, &dir);
             let end = Instant::now() + Duration::from_secs(10);
             while Instant::now() < end {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -84,6 +92,32 @@ impl Mosquitto {
             let _ = std::fs::remove_dir_all(&dir);
         }
         panic!("mosquitto did not start after 5 attempts");
+    }
+
+    /// Kills the broker (clients see their connection drop; retained messages are lost, as
+    /// persistence is off) and starts it again on the same port.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let bin = binary();
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            self.child = spawn(&bin, &self.dir);
+            let up = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < up {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break; // the port is not free yet
+                }
+                if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("mosquitto did not restart on port {}", self.port);
     }
 
     /// The port it listens on (127.0.0.1).

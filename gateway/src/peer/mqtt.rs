@@ -274,6 +274,8 @@ impl Handler for GatewayHandler {
         let mut st = self.shared.lock();
         st.peers.clear();
         st.synced = false;
+        drop(st);
+        self.shared.changed.notify_all();
     }
 }
 
