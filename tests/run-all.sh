@@ -21,6 +21,14 @@ if ! need qemu-system-arm; then
 fi
 need qemu-system-arm || { echo "run-all: qemu-system-arm is missing and could not be installed" >&2; exit 1; }
 
+# The MQTT peer tests run a real mosquitto on 127.0.0.1 (Debian puts it in /usr/sbin).
+if ! need mosquitto && [ ! -x /usr/sbin/mosquitto ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq mosquitto
+fi
+need mosquitto || [ -x /usr/sbin/mosquitto ] || { echo "run-all: mosquitto is missing and could not be installed" >&2; exit 1; }
+
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== firmware"

@@ -104,8 +104,69 @@ pub struct AgentConfig {
     pub schedule_poll_secs: Option<u64>,
 }
 
-/// The whole configuration.
+/// The MQTT link to the cloud peer (`[mqtt]`). Without this section nothing connects.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MqttConfig {
+    /// Broker URL, `mqtt://HOST:PORT` (default `mqtt://127.0.0.1:1883`); `$COVO_MQTT_URL` wins.
+    pub url: Option<String>,
+    /// This gateway's id in topics (default: the host name).
+    pub gateway_id: Option<String>,
+    /// Topic prefix (default `covo`).
+    pub prefix: Option<String>,
+    /// How long a peer call waits for its answer, in milliseconds (default 30000).
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl MqttConfig {
+    /// The broker URL: `$COVO_MQTT_URL`, else `url`, else `mqtt://127.0.0.1:1883`.
+    pub fn url(&self) -> String {
+        std::env::var("COVO_MQTT_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .or_else(|| self.url.clone())
+            .unwrap_or_else(|| "mqtt://127.0.0.1:1883".into())
+    }
+
+    /// The topic prefix.
+    pub fn prefix(&self) -> String {
+        self.prefix.clone().unwrap_or_else(|| "covo".into())
+    }
+
+    /// The gateway id: `gateway_id`, else the host name, else `gateway`.
+    pub fn gateway_id(&self) -> String {
+        self.gateway_id.clone().unwrap_or_else(host_name)
+    }
+}
+
+/// The host name, made safe for a topic level (`gateway` when unknown).
+pub fn host_name() -> String {
+    let h = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let h: String = h
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '/' | '+' | '#' | '$') && !c.is_whitespace())
+        .collect();
+    if h.is_empty() {
+        "gateway".into()
+    } else {
+        h
+    }
+}
+
+/// `covo peer` (`[peer]`): the cloud side that runs `runs = "peer"` tools.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PeerConfig {
+    /// This peer's id in topics (default: `peer-` and the host name).
+    pub id: Option<String>,
+    /// What the tool backends need.
+    #[serde(default)]
+    pub backends: crate::peer::backends::BackendsConfig,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The profile (default `full` for the CLI).
@@ -137,6 +198,11 @@ pub struct Config {
     /// The agent loop.
     #[serde(default)]
     pub agent: AgentConfig,
+    /// The MQTT link to the cloud peer; `None` means no link.
+    pub mqtt: Option<MqttConfig>,
+    /// `covo peer`.
+    #[serde(default)]
+    pub peer: PeerConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

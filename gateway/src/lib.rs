@@ -17,6 +17,7 @@
 //! - `config`: `covo.toml` loading.
 //! - `error`: respond-to-model errors and fatal errors.
 //! - `watch`: sensor watch rules (a pure state machine) and their evaluation on new readings.
+//! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
 //! - `user_io`: the terminal as a channel.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -56,6 +56,8 @@ enum Command {
     /// Inspect and call tools.
     #[command(subcommand)]
     Tools(ToolsCmd),
+    /// Run as the cloud peer: serve `runs = "peer"` tools to gateways over MQTT (`[mqtt]`, `[peer]`).
+    Peer,
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -208,11 +210,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let selection = platform.map(Selection::Platform);
             let rt = runtime_for(config, &profile, yes, selection)?;
+            // Connect now rather than on the first peer tool, so the first plan already sees them.
+            let _ = rt.peer_link();
             cli::chat::run(rt, cli::chat::ChatOptions { message, session })
         }
+        Command::Peer => peer(&config),
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
     }
+}
+
+fn peer(config: &Config) -> anyhow::Result<ExitCode> {
+    use covo::peer::backends::Backends;
+    use covo::peer::server::{PeerServer, ServerOptions};
+    let opts = ServerOptions::from_config(config);
+    let backends = Backends::from_config(&config.peer.backends);
+    let tools = backends.tools();
+    eprintln!(
+        "covo peer '{}' on {} serving {} tool(s): {}",
+        opts.id,
+        opts.url,
+        tools.len(),
+        tools.join(", ")
+    );
+    let server = PeerServer::start(&opts, std::sync::Arc::new(backends)).map_err(usage)?;
+    server.wait();
+    Ok(ExitCode::SUCCESS)
 }
 
 fn runtime(config: Config, profile: &ProfileArg, yes: bool) -> anyhow::Result<Runtime> {

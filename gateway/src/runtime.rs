@@ -198,7 +198,11 @@ pub struct Runtime {
     summarizer: Option<Box<dyn Summarizer>>,
     validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
     search: OnceLock<SearchIndex>,
+    peer: OnceLock<Option<crate::peer::mqtt::PeerLink>>,
 }
+
+/// How long the first use of the peer link waits for the retained peer births.
+const PEER_SYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The deepest nesting of `tool_call` inside `tool_call`.
 const MAX_DEPTH: u8 = 1;
@@ -255,6 +259,7 @@ impl Runtime {
             summarizer: opts.summarizer,
             validators: Mutex::new(HashMap::new()),
             search: OnceLock::new(),
+            peer: OnceLock::new(),
         })
     }
 
@@ -303,8 +308,42 @@ impl Runtime {
         Ok(self.store.get_or_init(|| s))
     }
 
+    /// The MQTT link to the cloud peers: `None` without `[mqtt]` (or with a bad URL). Started on
+    /// first use, which waits up to 2 s for the retained peer births.
+    pub fn peer_link(&self) -> Option<&crate::peer::mqtt::PeerLink> {
+        self.peer
+            .get_or_init(|| {
+                let cfg = self.config.mqtt.as_ref()?;
+                match crate::peer::mqtt::PeerLink::start(cfg) {
+                    Ok(link) => {
+                        if !link.wait_synced(PEER_SYNC) {
+                            tracing::warn!(url = cfg.url(), "MQTT broker not reachable yet");
+                        }
+                        Some(link)
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "MQTT link not started");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
     /// Whether a tool can run now.
     pub fn availability(&self, def: &ToolDef) -> Availability {
+        if let Exec::Peer = def.exec {
+            if self.config.mqtt.is_none() {
+                return Availability::no("no MQTT broker configured");
+            }
+            return match self.peer_link() {
+                None => Availability::no("MQTT link not started (see the log)"),
+                Some(link) => match link.availability(def.spec.name) {
+                    Ok(()) => Availability::yes(),
+                    Err(reason) => Availability::no(reason),
+                },
+            };
+        }
         let av = Availability::of(def);
         if !av.available {
             return av;
@@ -441,7 +480,7 @@ impl Runtime {
         let def = self.lookup(name)?;
         let spec = &def.spec;
         let availability = self.availability(def);
-        let Exec::Local(exec) = def.exec else {
+        if let Exec::Missing = def.exec {
             return Err(ToolError::Unavailable {
                 tool: name.into(),
                 reason: availability
@@ -449,7 +488,7 @@ impl Runtime {
                     .unwrap_or_else(|| "not implemented".into()),
             }
             .into());
-        };
+        }
         if !availability.available {
             return Err(ToolError::Unavailable {
                 tool: name.into(),
@@ -482,7 +521,20 @@ impl Runtime {
             via,
             depth,
         };
-        let outcome = exec(&cx, args.clone());
+        let outcome = match def.exec {
+            Exec::Local(exec) => exec(&cx, args.clone()),
+            Exec::Peer => match self.peer_link() {
+                Some(link) => link
+                    .call(spec.name, args.clone(), spec.effect == Effect::Read)
+                    .map_err(CallError::from),
+                None => Err(ToolError::Unavailable {
+                    tool: name.into(),
+                    reason: "no MQTT broker configured".into(),
+                }
+                .into()),
+            },
+            Exec::Missing => unreachable!("refused above"),
+        };
         for h in &self.hooks {
             h.after_tool_call(&hook_cx, &invocation, &outcome);
         }

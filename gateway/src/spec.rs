@@ -157,6 +157,9 @@ pub type ExecFn = fn(&Cx<'_>, Value) -> Result<Value, CallError>;
 pub enum Exec {
     /// Runs here through this function.
     Local(ExecFn),
+    /// Forwarded over MQTT to a cloud peer (`peer::mqtt::PeerLink`); available only while a
+    /// live peer advertises the tool.
+    Peer,
     /// Not implemented yet: registered, listed as unavailable, never sent to the model.
     Missing,
 }
@@ -165,6 +168,7 @@ impl std::fmt::Debug for Exec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Exec::Local(_) => f.write_str("Local"),
+            Exec::Peer => f.write_str("Peer"),
             Exec::Missing => f.write_str("Missing"),
         }
     }
@@ -206,10 +210,12 @@ impl Availability {
         }
     }
 
-    /// The built-in availability of a tool: whether it has an executor.
+    /// The built-in availability of a tool: whether it has an executor. Peer tools need a
+    /// runtime with a live peer (`Runtime::availability`); on their own they are unavailable.
     pub fn of(def: &ToolDef) -> Self {
         match def.exec {
             Exec::Local(_) => Availability::yes(),
+            Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
         }
     }

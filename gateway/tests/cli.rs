@@ -72,9 +72,13 @@ fn tools_list_json_lists_every_tool_the_default_full_profile_owns() {
             assert!(!r[key].is_null(), "{key} missing in {r}");
         }
     }
-    let i2c = rows.iter().find(|r| r["name"] == "web_fetch").unwrap();
-    assert_eq!(i2c["available"], false);
-    assert_eq!(i2c["reason"], "not implemented");
+    let missing = rows.iter().find(|r| r["name"] == "shell_exec").unwrap();
+    assert_eq!(missing["available"], false);
+    assert_eq!(missing["reason"], "not implemented");
+    // A peer tool without `[mqtt]`: unavailable, and the reason says why.
+    let peer = rows.iter().find(|r| r["name"] == "web_fetch").unwrap();
+    assert_eq!(peer["available"], false);
+    assert_eq!(peer["reason"], "no MQTT broker configured");
 }
 
 #[test]
@@ -199,12 +203,7 @@ fn tools_call_prints_json_and_exits_0_or_1_with_a_structured_error() {
             "not_in_profile",
         ),
         (
-            vec![
-                "tools",
-                "call",
-                "web_fetch",
-                r#"{"url":"http://127.0.0.1:9/"}"#,
-            ],
+            vec!["tools", "call", "shell_exec", r#"{"command":"true"}"#],
             "unavailable",
         ),
     ] {

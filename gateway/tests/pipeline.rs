@@ -114,13 +114,13 @@ fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
     let e = respond(rt.call(
         &session(),
         Via::Direct,
-        "web_fetch",
-        json!({"url": "http://127.0.0.1:9/"}),
+        "shell_exec",
+        json!({"command": "true"}),
     ));
     assert_eq!(
         e,
         ToolError::Unavailable {
-            tool: "web_fetch".into(),
+            tool: "shell_exec".into(),
             reason: "not implemented".into()
         }
     );

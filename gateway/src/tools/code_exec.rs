@@ -17,7 +17,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"language":{"enum":["python","shell"]},"code":{"type":"string"},"timeout_s":{"type":"integer","minimum":1,"maximum":300,"default":30},"network":{"type":"boolean","default":false}},"required":["language","code"],"additionalProperties":false}"#,
  keywords: "run code python script snippet sandbox execute compute calculate interpreter jupyter cloud",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,7 +30,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"path":{"type":"string","description":"source tree root"},"query":{"enum":["callers","callees","definition","references"]},"symbol":{"type":"string"}},"required":["symbol"],"additionalProperties":false}"#,
  keywords: "code graph symbols call graph callers callees who calls definition references navigate functions",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -43,6 +43,6 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"path":{"type":"string"},"symbol":{"type":"string","description":"function to test, default: whole file"},"framework":{"type":"string","description":"e.g. pytest, cargo test"}},"required":["path"],"additionalProperties":false}"#,
  keywords: "tests generate unit test write draft coverage testing",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
 ];

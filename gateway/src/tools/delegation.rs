@@ -17,7 +17,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"task":{"type":"string"},"toolsets":{"type":"array","items":{"type":"string"}},"model":{"type":"string"}},"required":["task"],"additionalProperties":false}"#,
  keywords: "sub agent subagent spawn delegate worker helper parallel task hand off assistant",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,7 +30,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"handle":{"type":"string"}},"required":["handle"],"additionalProperties":false}"#,
  keywords: "sub agent subagent status progress how is it doing running done finished yet check",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -43,7 +43,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"handle":{"type":"string"}},"required":["handle"],"additionalProperties":false}"#,
  keywords: "sub agent subagent result answer output finished",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {

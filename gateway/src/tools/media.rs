@@ -17,7 +17,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"prompt":{"type":"string"},"size":{"enum":["512x512","1024x1024"],"default":"1024x1024"}},"required":["prompt"],"additionalProperties":false}"#,
  keywords: "image generate create make draw picture illustration art dall-e stable diffusion",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,7 +30,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"image":{"type":"string","description":"artifact id"},"question":{"type":"string","description":"default: describe the image"}},"required":["image"],"additionalProperties":false}"#,
  keywords: "image describe vision look at see photo picture camera snapshot what is in recognize analyse caption ocr",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -43,7 +43,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"text":{"type":"string"},"voice":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
  keywords: "text to speech tts synthesize voice audio file spoken",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -56,7 +56,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"audio":{"type":"string","description":"artifact id"},"language":{"type":"string","description":"e.g. en"}},"required":["audio"],"additionalProperties":false}"#,
  keywords: "transcribe speech to text stt audio recording dictation whisper",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -69,7 +69,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"series":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"points":{"type":"array","items":{"type":"array","items":{},"minItems":2,"maxItems":2},"description":"[time, value] pairs"},"sensor":{"type":"string","description":"or a sensor name"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"}}}},"title":{"type":"string"},"y_label":{"type":"string"}},"required":["series"],"additionalProperties":false}"#,
  keywords: "plot chart graph visualize visualise line chart trend png image draw readings time series",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {

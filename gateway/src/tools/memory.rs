@@ -62,7 +62,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             params: r#"{"type":"object","properties":{"text":{"type":"string","minLength":1},"metadata":{"type":"object","description":"Free-form fields stored with the text"}},"required":["text"],"additionalProperties":false}"#,
             keywords: "embedding vector store semantic index meaning embed remember similarity cloud",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -75,7 +75,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}},"required":["query"],"additionalProperties":false}"#,
             keywords: "semantic search similar meaning nearest neighbour vector embedding related fuzzy",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {

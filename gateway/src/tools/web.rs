@@ -17,7 +17,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"url":{"type":"string"},"max_chars":{"type":"integer","minimum":1,"default":20000}},"required":["url"],"additionalProperties":false}"#,
  keywords: "web fetch url http https page download website read article open link get",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,6 +30,6 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20,"default":5}},"required":["query"],"additionalProperties":false}"#,
  keywords: "web search internet google bing duckduckgo look up online find news",
         },
-        exec: Exec::Missing,
+        exec: Exec::Peer,
     },
 ];

@@ -1,0 +1,310 @@
+//! `covo peer`: the cloud side. It announces itself with a retained birth (the tools its backends
+//! serve) and a retained `offline` Will, joins the shared request group so each request reaches
+//! one peer, runs each tool on a blocking thread with the request's deadline, and answers on the
+//! request's response topic with its correlation data.
+//!
+//! QoS 1 may deliver a request twice. Recent call ids are remembered (an LRU of
+//! [`DEDUP_CAPACITY`] entries): a duplicate of a finished call gets the cached response again, a
+//! duplicate of a running call is dropped (its answer is on the way), so a tool never runs twice.
+
+use super::backends::Backends;
+use super::mqtt::{options, spawn_driver, status_will, Handler, Stop};
+use super::protocol::{self, Request, Response, Status, Topics};
+use crate::error::ToolError;
+use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::AsyncClient;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How many recent call ids a peer remembers.
+pub const DEDUP_CAPACITY: usize = 1024;
+
+/// What runs the tools: the backends, or a test's stand-in.
+pub trait ToolHost: Send + Sync + 'static {
+    /// The tools served (advertised in the birth).
+    fn tools(&self) -> Vec<String>;
+    /// Runs one tool; should finish by `deadline`.
+    fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError>;
+}
+
+impl ToolHost for Backends {
+    fn tools(&self) -> Vec<String> {
+        Backends::tools(self)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        Backends::call(self, tool, args, deadline)
+    }
+}
+
+/// Where and as whom a peer connects.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Broker URL.
+    pub url: String,
+    /// Peer id (topic level).
+    pub id: String,
+    /// Topic prefix.
+    pub prefix: String,
+}
+
+impl ServerOptions {
+    /// From `[mqtt]` (url, prefix) and `[peer]` (id).
+    pub fn from_config(cfg: &crate::config::Config) -> Self {
+        let mqtt = cfg.mqtt.clone().unwrap_or_default();
+        ServerOptions {
+            url: mqtt.url(),
+            id: cfg
+                .peer
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("peer-{}", crate::config::host_name())),
+            prefix: mqtt.prefix(),
+        }
+    }
+}
+
+enum Seen {
+    Running,
+    Done(Response),
+}
+
+/// Recent call ids → their state, oldest evicted first.
+#[derive(Default)]
+pub(crate) struct Dedup {
+    map: HashMap<String, Seen>,
+    order: VecDeque<String>,
+}
+
+impl Dedup {
+    /// `None` for a new call (now marked running); else what is known about it.
+    fn admit(&mut self, id: &str) -> Option<Option<Response>> {
+        match self.map.get(id) {
+            Some(Seen::Running) => Some(None),
+            Some(Seen::Done(r)) => Some(Some(r.clone())),
+            None => {
+                self.map.insert(id.to_string(), Seen::Running);
+                self.order.push_back(id.to_string());
+                while self.order.len() > DEDUP_CAPACITY {
+                    if let Some(old) = self.order.pop_front() {
+                        self.map.remove(&old);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn finish(&mut self, id: &str, r: &Response) {
+        if let Some(s) = self.map.get_mut(id) {
+            *s = Seen::Done(r.clone());
+        }
+    }
+}
+
+struct PeerHandler {
+    host: Arc<dyn ToolHost>,
+    topics: Topics,
+    id: String,
+    dedup: Arc<Mutex<Dedup>>,
+    executed: Arc<std::sync::atomic::AtomicU64>,
+}
+
+fn reply(client: &AsyncClient, topic: String, correlation: Option<bytes::Bytes>, r: &Response) {
+    let props = PublishProperties {
+        correlation_data: correlation,
+        content_type: Some("application/json".into()),
+        ..Default::default()
+    };
+    let body = serde_json::to_vec(r).unwrap_or_default();
+    if let Err(e) = client.try_publish_with_properties(topic, QoS::AtLeastOnce, false, body, props)
+    {
+        tracing::warn!(error = %e, call_id = r.call_id, "cannot queue a peer response");
+    }
+}
+
+impl Handler for PeerHandler {
+    fn connected(&mut self, client: &AsyncClient) {
+        if let Err(e) = client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
+            tracing::warn!(error = %e, "peer subscribe failed");
+        }
+        let birth = serde_json::to_vec(&Status::online(self.host.tools())).unwrap_or_default();
+        let _ = client.try_publish(
+            self.topics.peer_status(&self.id),
+            QoS::AtLeastOnce,
+            true,
+            birth,
+        );
+    }
+
+    fn publish(&mut self, client: &AsyncClient, p: Publish) {
+        let topic = String::from_utf8_lossy(&p.topic).into_owned();
+        let Some(gateway) = self.topics.gateway_of_request(&topic).map(str::to_string) else {
+            return;
+        };
+        let props = p.properties.clone().unwrap_or_default();
+        let res_topic = props
+            .response_topic
+            .clone()
+            .unwrap_or_else(|| self.topics.response(&gateway));
+        let correlation = props.correlation_data.clone();
+        let req: Request = match serde_json::from_slice(&p.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = correlation
+                    .as_ref()
+                    .map(|c| String::from_utf8_lossy(c).into_owned())
+                    .unwrap_or_default();
+                let r = Response::err(&id, "bad_request", format!("not a request: {e}"));
+                reply(client, res_topic, correlation, &r);
+                return;
+            }
+        };
+        let correlation =
+            correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
+        match self
+            .dedup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(&req.call_id)
+        {
+            Some(Some(cached)) => return reply(client, res_topic, correlation, &cached),
+            Some(None) => return,
+            None => {}
+        }
+        let host = self.host.clone();
+        let dedup = self.dedup.clone();
+        let executed = self.executed.clone();
+        let client = client.clone();
+        let ms = if req.deadline_ms == 0 {
+            30_000
+        } else {
+            req.deadline_ms
+        };
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        tokio::task::spawn_blocking(move || {
+            let resp = if !host.tools().contains(&req.tool) {
+                Response::err(
+                    &req.call_id,
+                    "unknown_tool",
+                    format!("this peer does not serve '{}'", req.tool),
+                )
+            } else {
+                executed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match host.call(&req.tool, req.args, deadline) {
+                    Ok(v) => Response::ok(&req.call_id, v),
+                    Err(e) => Response::err(&req.call_id, &kind_of(&e), e.to_string()),
+                }
+            };
+            dedup
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish(&req.call_id, &resp);
+            reply(&client, res_topic, correlation, &resp);
+        });
+    }
+}
+
+fn kind_of(e: &ToolError) -> String {
+    serde_json::to_value(e)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| "failed".into())
+}
+
+/// A running peer.
+pub struct PeerServer {
+    stop: Option<tokio::sync::oneshot::Sender<Stop>>,
+    thread: Option<JoinHandle<()>>,
+    executed: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl PeerServer {
+    /// Connects and serves `host`'s tools in the background.
+    pub fn start(opts: &ServerOptions, host: Arc<dyn ToolHost>) -> Result<PeerServer, String> {
+        let topics = Topics::new(&opts.prefix);
+        let status = topics.peer_status(&opts.id);
+        let client_id = format!("covo-peer-{}-{}", opts.id, &protocol::new_call_id()[..8]);
+        let o = options(&opts.url, &client_id, status_will(&status))?;
+        let (client, eventloop) = AsyncClient::new(o, super::mqtt::QUEUE);
+        let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let handler = PeerHandler {
+            host,
+            topics,
+            id: opts.id.clone(),
+            dedup: Arc::new(Mutex::new(Dedup::default())),
+            executed: executed.clone(),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = spawn_driver("covo-peer", client, eventloop, handler, status, rx)
+            .map_err(|e| e.to_string())?;
+        Ok(PeerServer {
+            stop: Some(tx),
+            thread: Some(thread),
+            executed,
+        })
+    }
+
+    /// How many tool executions this peer has started.
+    pub fn executed(&self) -> u64 {
+        self.executed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Blocks until the peer stops (it runs until the process ends).
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Publishes `offline` and disconnects.
+    pub fn shutdown(mut self) {
+        self.end(Stop::Graceful);
+    }
+
+    /// Drops the connection without a DISCONNECT, as a crash would: the broker sends the Will.
+    pub fn crash(mut self) {
+        self.end(Stop::Crash);
+    }
+
+    fn end(&mut self, how: Stop) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(how);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for PeerServer {
+    fn drop(&mut self) {
+        self.end(Stop::Graceful);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_remembers_running_and_finished_calls_and_evicts_the_oldest() {
+        let mut d = Dedup::default();
+        assert!(d.admit("a").is_none());
+        assert!(matches!(d.admit("a"), Some(None)));
+        let r = Response::ok("a", serde_json::json!(1));
+        d.finish("a", &r);
+        assert_eq!(d.admit("a"), Some(Some(r)));
+        for i in 0..DEDUP_CAPACITY {
+            d.admit(&i.to_string());
+        }
+        assert!(d.admit("a").is_none(), "evicted, so new again");
+    }
+}
