@@ -567,3 +567,69 @@ fn after_a_broker_restart_both_sides_reconnect_resubscribe_and_calls_work_again(
         .unwrap();
     assert_eq!(v["tool"], "plot_series");
 }
+
+#[test]
+fn the_real_covo_peer_runs_code_and_plots_for_a_gateway_over_the_broker() {
+    let broker = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let peer_cfg = dir.path().join("peer.toml");
+    std::fs::write(
+        &peer_cfg,
+        format!(
+            "[mqtt]\nurl = \"{}\"\n[peer]\nid = \"real\"\n",
+            broker.url()
+        ),
+    )
+    .unwrap();
+    let mut peer = std::process::Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args(["peer", "--config"])
+        .arg(&peer_cfg)
+        .env("COVO_HOME", dir.path().join("peer-home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let gw_cfg = dir.path().join("gw.toml");
+    std::fs::write(
+        &gw_cfg,
+        format!(
+            "[mqtt]\nurl = \"{}\"\ngateway_id = \"gw-e2e\"\n",
+            broker.url()
+        ),
+    )
+    .unwrap();
+    let call = |tool: &str, args: &str| -> (i32, Value) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_covo"))
+            .args(["tools", "call", tool, args, "--config"])
+            .arg(&gw_cfg)
+            .env("COVO_HOME", dir.path().join("gw-home"))
+            .env_remove("COVO_CONFIG")
+            .env_remove("COVO_MQTT_URL")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        )
+    };
+    // The peer needs a moment to connect and publish its birth.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (code, ran) = loop {
+        let r = call("code_run", r#"{"language":"shell","code":"echo $((6*7))"}"#);
+        if r.0 == 0 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(code, 0, "{ran}");
+    assert_eq!(ran["stdout"].as_str().unwrap().trim(), "42", "{ran}");
+    let (code, plot) = call(
+        "plot_series",
+        r#"{"title":"greenhouse","series":[{"label":"temperature","points":[[0,20.5],[1,21.0],[2,22.4]]}]}"#,
+    );
+    assert_eq!(code, 0, "{plot}");
+    assert_eq!(plot["artifact"]["content_type"], "image/png");
+    let _ = peer.kill();
+    let _ = peer.wait();
+}
