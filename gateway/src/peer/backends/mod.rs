@@ -6,6 +6,7 @@
 //! - `plot_series`, `web_fetch`: always (pure Rust).
 //! - `code_run`: when a `sh` exists (Python snippets additionally need `python3`; without it
 //!   they fail with a hint). Network isolation is reported per run, never assumed.
+//! - `web_search`: when `[peer.backends.web_search]` names a SearXNG instance or a Brave key.
 
 use std::time::Instant;
 
@@ -14,7 +15,9 @@ use serde_json::Value;
 use crate::error::ToolError;
 
 mod code;
+mod http;
 mod plot;
+mod search;
 mod web;
 
 /// Per-backend settings of the peer, all optional (`[peer.backends]` in the peer's config).
@@ -30,6 +33,21 @@ pub struct BackendsConfig {
     /// `code_run`: interpreters and limits.
     #[serde(default)]
     pub code_run: CodeRunConfig,
+    /// `web_search`: which search service.
+    #[serde(default)]
+    pub web_search: WebSearchConfig,
+}
+
+/// Settings of `web_search`: a SearXNG instance (preferred when both are set) or Brave.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchConfig {
+    /// Base URL of a SearXNG instance with the `json` output format enabled.
+    pub searxng_url: Option<String>,
+    /// A Brave Search API key (`X-Subscription-Token`).
+    pub brave_api_key: Option<String>,
+    /// The Brave endpoint (default `https://api.search.brave.com/res/v1/web/search`).
+    pub brave_url: Option<String>,
 }
 
 /// Settings of `code_run`.
@@ -76,6 +94,7 @@ pub struct Backends {
     plot: plot::Plot,
     web: web::WebFetch,
     code: code::CodeRun,
+    search: search::WebSearch,
 }
 
 impl Backends {
@@ -85,6 +104,7 @@ impl Backends {
             plot: plot::Plot::new(&cfg.plot_series),
             web: web::WebFetch::new(&cfg.web_fetch),
             code: code::CodeRun::new(&cfg.code_run),
+            search: search::WebSearch::new(&cfg.web_search),
         }
     }
 
@@ -93,6 +113,9 @@ impl Backends {
         let mut tools = vec![plot::TOOL, web::TOOL];
         if self.code.available() {
             tools.push(code::TOOL);
+        }
+        if self.search.available() {
+            tools.push(search::TOOL);
         }
         tools
     }
@@ -116,6 +139,7 @@ impl Backends {
             plot::TOOL => self.plot.run(&args),
             web::TOOL => self.web.run(&args, deadline),
             code::TOOL => self.code.run(&args, deadline),
+            search::TOOL => self.search.run(&args, deadline),
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
