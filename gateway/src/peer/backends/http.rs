@@ -22,7 +22,6 @@ pub(super) struct Request {
     pub max_bytes: usize,
 }
 
-#[allow(dead_code)] // POST helpers serve the media backends
 impl Request {
     pub(super) fn get(url: reqwest::Url) -> Request {
         Request {
@@ -66,7 +65,6 @@ impl Request {
 
 /// What came back.
 #[derive(Debug)]
-#[allow(dead_code)]
 pub(super) struct Response {
     pub status: u16,
     pub content_type: String,
@@ -234,7 +232,6 @@ async fn send_async(
 }
 
 #[cfg(test)]
-#[allow(dead_code)] // `body`/`json` serve the POST-based backends
 pub(super) mod fake {
     //! A fake HTTP server on 127.0.0.1 that records each request and answers from a closure.
 

@@ -6,6 +6,9 @@
 //! - `plot_series`, `web_fetch`: always (pure Rust).
 //! - `code_run`: when a `sh` exists (Python snippets additionally need `python3`; without it
 //!   they fail with a hint). Network isolation is reported per run, never assumed.
+//! - `image_generate`, `image_describe`, `tts_synthesize`, `transcribe_audio`: each when
+//!   `[peer.backends.openai]` has a `base_url` and that tool's model; `tts_synthesize` also
+//!   when `[peer.backends.tts] engine = "espeak-ng"` and `espeak-ng` runs here.
 //! - `web_search`: when `[peer.backends.web_search]` names a SearXNG instance or a Brave key.
 
 use std::time::Instant;
@@ -16,6 +19,7 @@ use crate::error::ToolError;
 
 mod code;
 mod http;
+mod openai;
 mod plot;
 mod search;
 mod web;
@@ -36,6 +40,43 @@ pub struct BackendsConfig {
     /// `web_search`: which search service.
     #[serde(default)]
     pub web_search: WebSearchConfig,
+    /// An OpenAI-compatible API for the media tools and embeddings.
+    #[serde(default)]
+    pub openai: OpenAiConfig,
+    /// `tts_synthesize`: the speech engine.
+    #[serde(default)]
+    pub tts: TtsConfig,
+}
+
+/// An OpenAI-compatible API (OpenAI, or a local server such as Ollama or LocalAI). Each tool
+/// is served only when `base_url` and its model are set.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiConfig {
+    /// e.g. `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// Sent as `Authorization: Bearer`; omitted when unset.
+    pub api_key: Option<String>,
+    /// `image_generate`.
+    pub image_model: Option<String>,
+    /// `tts_synthesize` (unless `[peer.backends.tts] engine = "espeak-ng"`).
+    pub speech_model: Option<String>,
+    /// `transcribe_audio`.
+    pub transcription_model: Option<String>,
+    /// `image_describe`.
+    pub vision_model: Option<String>,
+    /// `semantic_memory_store` / `semantic_memory_search`.
+    pub embedding_model: Option<String>,
+}
+
+/// The speech engine of `tts_synthesize`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TtsConfig {
+    /// `espeak-ng` (local, WAV) or unset for the API's `speech_model`.
+    pub engine: Option<String>,
+    /// The `espeak-ng` executable (default: on `PATH`).
+    pub espeak_path: Option<std::path::PathBuf>,
 }
 
 /// Settings of `web_search`: a SearXNG instance (preferred when both are set) or Brave.
@@ -95,6 +136,7 @@ pub struct Backends {
     web: web::WebFetch,
     code: code::CodeRun,
     search: search::WebSearch,
+    media: openai::Media,
 }
 
 impl Backends {
@@ -105,6 +147,7 @@ impl Backends {
             web: web::WebFetch::new(&cfg.web_fetch),
             code: code::CodeRun::new(&cfg.code_run),
             search: search::WebSearch::new(&cfg.web_search),
+            media: openai::Media::new(&cfg.openai, &cfg.tts),
         }
     }
 
@@ -117,6 +160,7 @@ impl Backends {
         if self.search.available() {
             tools.push(search::TOOL);
         }
+        tools.extend(self.media.tools());
         tools
     }
 
@@ -140,6 +184,9 @@ impl Backends {
             web::TOOL => self.web.run(&args, deadline),
             code::TOOL => self.code.run(&args, deadline),
             search::TOOL => self.search.run(&args, deadline),
+            openai::IMAGE_GENERATE | openai::IMAGE_DESCRIBE | openai::TTS | openai::TRANSCRIBE => {
+                self.media.run(tool, &args, deadline)
+            }
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
