@@ -9,6 +9,8 @@
 //! - `image_generate`, `image_describe`, `tts_synthesize`, `transcribe_audio`: each when
 //!   `[peer.backends.openai]` has a `base_url` and that tool's model; `tts_synthesize` also
 //!   when `[peer.backends.tts] engine = "espeak-ng"` and `espeak-ng` runs here.
+//! - `semantic_memory_store`, `semantic_memory_search`: when `[peer.backends.openai]` has a
+//!   `base_url` and an `embedding_model` and the SQLite vector store opens.
 //! - `web_search`: when `[peer.backends.web_search]` names a SearXNG instance or a Brave key.
 
 use std::time::Instant;
@@ -22,6 +24,7 @@ mod http;
 mod openai;
 mod plot;
 mod search;
+mod semantic;
 mod web;
 
 /// Per-backend settings of the peer, all optional (`[peer.backends]` in the peer's config).
@@ -46,6 +49,17 @@ pub struct BackendsConfig {
     /// `tts_synthesize`: the speech engine.
     #[serde(default)]
     pub tts: TtsConfig,
+    /// `semantic_memory_*`: where the vectors live.
+    #[serde(default)]
+    pub semantic_memory: SemanticMemoryConfig,
+}
+
+/// The vector store of `semantic_memory_store` / `semantic_memory_search`.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticMemoryConfig {
+    /// The SQLite file (default `$COVO_HOME/peer/vectors.db`, i.e. under the data folder).
+    pub store_path: Option<std::path::PathBuf>,
 }
 
 /// An OpenAI-compatible API (OpenAI, or a local server such as Ollama or LocalAI). Each tool
@@ -137,6 +151,7 @@ pub struct Backends {
     code: code::CodeRun,
     search: search::WebSearch,
     media: openai::Media,
+    semantic: Option<semantic::Semantic>,
 }
 
 impl Backends {
@@ -148,6 +163,7 @@ impl Backends {
             code: code::CodeRun::new(&cfg.code_run),
             search: search::WebSearch::new(&cfg.web_search),
             media: openai::Media::new(&cfg.openai, &cfg.tts),
+            semantic: semantic::Semantic::new(&cfg.openai, &cfg.semantic_memory),
         }
     }
 
@@ -161,6 +177,9 @@ impl Backends {
             tools.push(search::TOOL);
         }
         tools.extend(self.media.tools());
+        if self.semantic.is_some() {
+            tools.extend([semantic::STORE, semantic::SEARCH]);
+        }
         tools
     }
 
@@ -187,6 +206,10 @@ impl Backends {
             openai::IMAGE_GENERATE | openai::IMAGE_DESCRIBE | openai::TTS | openai::TRANSCRIBE => {
                 self.media.run(tool, &args, deadline)
             }
+            semantic::STORE | semantic::SEARCH => match &self.semantic {
+                Some(s) => s.run(tool, &args, deadline),
+                None => unreachable!("listed only with a store"),
+            },
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
