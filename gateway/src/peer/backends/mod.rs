@@ -264,6 +264,30 @@ mod tests {
     }
 
     #[test]
+    fn configured_backends_are_listed_from_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg: BackendsConfig = toml::from_str(&format!(
+            "web_search = {{ searxng_url = \"http://127.0.0.1:1\" }}\n\
+             openai = {{ base_url = \"http://127.0.0.1:1/v1\", vision_model = \"v\", embedding_model = \"e\" }}\n\
+             semantic_memory = {{ store_path = {:?} }}",
+            dir.path().join("v.db")
+        ))
+        .unwrap();
+        let tools = Backends::from_config(&cfg).tools();
+        for t in [
+            "web_search",
+            "image_describe",
+            "semantic_memory_store",
+            "semantic_memory_search",
+        ] {
+            assert!(tools.contains(&t), "{t} missing from {tools:?}");
+        }
+        for t in ["image_generate", "tts_synthesize", "transcribe_audio"] {
+            assert!(!tools.contains(&t), "{t} listed without its model");
+        }
+    }
+
+    #[test]
     fn config_rejects_unknown_fields() {
         assert!(toml::from_str::<BackendsConfig>("plot_series = { width = 300 }").is_ok());
         assert!(toml::from_str::<BackendsConfig>("bogus = 1").is_err());
