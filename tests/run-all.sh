@@ -29,6 +29,14 @@ if ! need mosquitto && [ ! -x /usr/sbin/mosquitto ]; then
 fi
 need mosquitto || [ -x /usr/sbin/mosquitto ] || { echo "run-all: mosquitto is missing and could not be installed" >&2; exit 1; }
 
+# The peer's local speech backend is tested for real.
+if ! need espeak-ng; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq espeak-ng
+fi
+need espeak-ng || { echo "run-all: espeak-ng is missing and could not be installed" >&2; exit 1; }
+
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== firmware"
