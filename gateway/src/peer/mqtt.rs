@@ -257,12 +257,18 @@ impl Handler for GatewayHandler {
                 tracing::warn!("unparsable peer response dropped");
                 return;
             };
-            let id = p
+            // A response counts only when its correlation data and its body name the same
+            // pending call: a stray or forged message without both is dropped.
+            let Some(id) = p
                 .properties
                 .as_ref()
                 .and_then(|pr| pr.correlation_data.as_ref())
                 .map(|c| String::from_utf8_lossy(c).into_owned())
-                .unwrap_or_else(|| resp.call_id.clone());
+                .filter(|id| *id == resp.call_id)
+            else {
+                tracing::warn!(call_id = %resp.call_id, "peer response without matching correlation data dropped");
+                return;
+            };
             if let Some(tx) = self.shared.lock().pending.remove(&id) {
                 let _ = tx.send(resp);
             }
