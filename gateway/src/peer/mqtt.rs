@@ -452,10 +452,12 @@ impl PeerLink {
                 "no answer from a peer within {ms} ms{}",
                 if attempts > 1 { " (tried twice)" } else { "" }
             ),
-            hint: Some(
-                "the peer may be busy, offline or slow for this input; try again later or with a smaller request"
-                    .into(),
-            ),
+            hint: Some(if idempotent {
+                "the peer may be busy, offline or slow for this input; try again later or with a smaller request".into()
+            } else {
+                // A write is never resent: it may have run even though its answer was lost.
+                "it was sent once and may have run on the peer although no answer came back; check its effect before calling it again".into()
+            }),
         })
     }
 
