@@ -1,0 +1,164 @@
+//! Peer link targets, measured in one run against a real mosquitto on loopback:
+//! - a remote tool round trip vs a raw MQTT ping-pong between two clients on the same broker,
+//!   both QoS 1 with TCP_NODELAY (target ratio ≤ 1.5);
+//! - throughput with 64 calls in flight (target ≥ 5,000 calls/s).
+//! Run with `cargo bench -p covo-gateway --bench peer` (needs mosquitto).
+
+use covo::config::{Config, MqttConfig};
+use covo::error::ToolError;
+use covo::exec::Session;
+use covo::peer::server::{PeerServer, ServerOptions, ToolHost};
+use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::store::Store;
+use covo_tests::broker::Mosquitto;
+use rumqttc::v5::mqttbytes::v5::Packet;
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::{Client, Event, MqttOptions};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+struct Echo;
+
+impl ToolHost for Echo {
+    fn tools(&self) -> Vec<String> {
+        vec!["plot_series".into()]
+    }
+    fn call(&self, _tool: &str, args: Value, _deadline: Instant) -> Result<Value, ToolError> {
+        Ok(args)
+    }
+}
+
+/// A QoS 1 client with TCP_NODELAY subscribed to `topic`; returns it and its incoming payloads.
+fn client(port: u16, id: &str, topic: &str) -> (Client, mpsc::Receiver<Vec<u8>>) {
+    let mut o = MqttOptions::new(id, "127.0.0.1", port);
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    o.set_network_options(net);
+    let (c, mut conn) = Client::new(o, 64);
+    c.subscribe(topic, QoS::AtLeastOnce).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for ev in conn.iter() {
+            match ev {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    let _ = ready_tx.send(());
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    if tx.send(p.payload.to_vec()).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("suback");
+    (c, rx)
+}
+
+fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let broker = Mosquitto::start();
+    let n = 500;
+
+    // Raw ping-pong: A publishes on ping, B echoes on pong.
+    let (a, a_rx) = client(broker.port(), "bench-a", "bench/pong");
+    let (b, b_rx) = client(broker.port(), "bench-b", "bench/ping");
+    let b2 = b.clone();
+    std::thread::spawn(move || {
+        for msg in b_rx {
+            let _ = b2.publish("bench/pong", QoS::AtLeastOnce, false, msg);
+        }
+    });
+    let mut raw = Vec::with_capacity(n);
+    for i in 0..n + 50 {
+        let t = Instant::now();
+        a.publish("bench/ping", QoS::AtLeastOnce, false, format!("{i}"))
+            .unwrap();
+        a_rx.recv_timeout(Duration::from_secs(5)).expect("pong");
+        if i >= 50 {
+            raw.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let raw_p50 = p50(raw);
+
+    // The same through the peer link and the gateway's pipeline.
+    let _peer = PeerServer::start(
+        &ServerOptions {
+            url: broker.url(),
+            id: "bench-peer".into(),
+            prefix: "covo".into(),
+        },
+        Arc::new(Echo),
+    )
+    .unwrap();
+    let config = Config {
+        mqtt: Some(MqttConfig {
+            url: Some(broker.url()),
+            gateway_id: Some("bench".into()),
+            prefix: None,
+            call_timeout_ms: Some(10_000),
+        }),
+        ..Config::default()
+    };
+    let rt = Arc::new(
+        Runtime::new(RuntimeOptions::new(config))
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    );
+    assert!(rt
+        .peer_link()
+        .unwrap()
+        .wait_for("plot_series", true, Duration::from_secs(5)));
+    let args = json!({"series": [{"label": "t", "points": [[0, 1.0], [1, 2.0]]}]});
+    let s = Session::new("bench", "cli");
+    let mut remote = Vec::with_capacity(n);
+    for i in 0..n + 50 {
+        let t = Instant::now();
+        rt.call(&s, Via::Direct, "plot_series", args.clone())
+            .unwrap();
+        if i >= 50 {
+            remote.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let remote_p50 = p50(remote);
+    println!(
+        "QoS 1 round trip p50: raw ping-pong {raw_p50:.0} µs, remote tool call {remote_p50:.0} µs, ratio {:.2} (target ≤ 1.5)",
+        remote_p50 / raw_p50
+    );
+
+    // Throughput with 64 calls in flight.
+    let total = 10_000;
+    let next = Arc::new(AtomicUsize::new(0));
+    let t = Instant::now();
+    let workers: Vec<_> = (0..64)
+        .map(|_| {
+            let (rt, next, args) = (rt.clone(), next.clone(), args.clone());
+            std::thread::spawn(move || {
+                let s = Session::new("bench", "cli");
+                while next.fetch_add(1, Ordering::Relaxed) < total {
+                    rt.call(&s, Via::Direct, "plot_series", args.clone())
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "throughput with 64 in flight: {total} calls in {secs:.2} s = {:.0} calls/s (target ≥ 5,000)",
+        total as f64 / secs
+    );
+}
