@@ -2,6 +2,7 @@
 //! - a remote tool round trip vs a raw MQTT ping-pong between two clients on the same broker,
 //!   both QoS 1 with TCP_NODELAY (target ratio ≤ 1.5);
 //! - throughput with 64 calls in flight (target ≥ 5,000 calls/s).
+//!
 //! Run with `cargo bench -p covo-gateway --bench peer` (needs mosquitto).
 
 use covo::config::{Config, MqttConfig};
