@@ -24,6 +24,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod daemon;
 pub mod discovery;
 pub mod error;
 pub mod exec;
