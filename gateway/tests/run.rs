@@ -203,3 +203,230 @@ fn without_mqtt_it_says_so_and_keeps_running() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("MQTT is off"), "{err}");
 }
+
+mod tools {
+    use super::*;
+    use covo::config::{Config, MqttConfig};
+    use covo::error::{CallError, ToolError};
+    use covo::exec::Session;
+    use covo::runtime::{Runtime, RuntimeOptions, Via};
+    use covo::store::Store;
+
+    pub fn runtime(broker: &Mosquitto, allow: &[&str]) -> Runtime {
+        let config = Config {
+            mqtt: Some(MqttConfig {
+                url: Some(broker.url()),
+                gateway_id: Some("gw1".into()),
+                publish_allow: allow.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let rt = Runtime::new(RuntimeOptions::new(config))
+            .unwrap()
+            .with_store(Store::in_memory().unwrap());
+        assert!(rt.peer_link().unwrap().wait_synced(Duration::from_secs(5)));
+        rt
+    }
+
+    pub fn call(rt: &Runtime, tool: &str, args: Value) -> Result<Value, CallError> {
+        rt.call(&Session::new("t", "test"), Via::Direct, tool, args)
+    }
+
+    pub fn refused_rule(r: Result<Value, CallError>) -> String {
+        match r {
+            Err(CallError::Respond(ToolError::PolicyRefused { rule, .. })) => rule,
+            other => panic!("expected a policy refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mqtt_publish_stays_within_the_allowlist_on_every_path() {
+        let broker = Mosquitto::start();
+        let obs = raw(broker.port(), "#");
+        let rt = runtime(&broker, &["greenhouse/#", "lab/+/cmd"]);
+        let v = call(
+            &rt,
+            "mqtt_publish",
+            json!({"topic": "greenhouse/vent", "payload": {"open": true}, "qos": 1}),
+        )
+        .unwrap();
+        assert_eq!(v["queued"], true);
+        let (got, _) = obs
+            .next_on("greenhouse/vent", Duration::from_secs(5))
+            .expect("published");
+        assert_eq!(got, json!({"open": true}));
+        call(
+            &rt,
+            "mqtt_publish",
+            json!({"topic": "lab/x/cmd", "payload": "go"}),
+        )
+        .unwrap();
+        assert!(obs.next_on("lab/x/cmd", Duration::from_secs(5)).is_some());
+
+        for topic in ["garage/door", "lab/x/y/cmd", "greenhousex"] {
+            let rule = refused_rule(call(
+                &rt,
+                "mqtt_publish",
+                json!({"topic": topic, "payload": "open"}),
+            ));
+            assert_eq!(rule, "mqtt.publish_allow");
+            let rule = refused_rule(call(
+                &rt,
+                "tool_call",
+                json!({"name": "mqtt_publish", "arguments": {"topic": topic, "payload": "open"}}),
+            ));
+            assert_eq!(rule, "mqtt.publish_allow", "through tool_call");
+        }
+        assert!(
+            obs.next_on("garage/door", Duration::from_millis(500))
+                .is_none(),
+            "nothing refused reached the broker"
+        );
+    }
+
+    #[test]
+    fn wait_message_and_retained_get_see_what_a_raw_client_publishes() {
+        let broker = Mosquitto::start();
+        let pubber = raw(broker.port(), "unused/none");
+        let rt = runtime(&broker, &[]);
+
+        // Nothing retained yet.
+        let v = call(&rt, "mqtt_retained_get", json!({"topic": "lab/temp"})).unwrap();
+        assert_eq!(v["retained"], false, "{v}");
+        pubber
+            .client
+            .publish("lab/temp", QoS::AtLeastOnce, true, r#"{"c":21.5}"#)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let v = call(&rt, "mqtt_retained_get", json!({"topic": "lab/temp"})).unwrap();
+        assert_eq!(v["retained"], true, "{v}");
+        assert_eq!(v["payload"], json!({"c": 21.5}));
+
+        let c = pubber.client.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            c.publish("lab/door/1", QoS::AtLeastOnce, false, "opened")
+                .unwrap();
+            c.publish("lab/door/2", QoS::AtLeastOnce, false, "closed")
+                .unwrap();
+        });
+        let v = call(
+            &rt,
+            "mqtt_wait_message",
+            json!({"topic": "lab/door/+", "count": 2, "timeout_ms": 5000}),
+        )
+        .unwrap();
+        t.join().unwrap();
+        assert_eq!(v["timed_out"], false, "{v}");
+        assert_eq!(v["messages"][0]["topic"], "lab/door/1");
+        assert_eq!(v["messages"][0]["payload"], "opened");
+        assert_eq!(v["messages"][1]["payload"], "closed");
+
+        let v = call(
+            &rt,
+            "mqtt_wait_message",
+            json!({"topic": "lab/quiet", "timeout_ms": 200}),
+        )
+        .unwrap();
+        assert_eq!(v["timed_out"], true);
+        assert_eq!(v["messages"], json!([]));
+    }
+
+    #[test]
+    fn without_mqtt_the_mqtt_tools_are_unavailable() {
+        let rt = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+        for t in ["mqtt_publish", "mqtt_wait_message", "mqtt_retained_get"] {
+            let av = rt.availability(rt.lookup(t).unwrap());
+            assert!(!av.available, "{t}");
+            assert_eq!(
+                av.reason.as_deref(),
+                Some("no MQTT broker configured"),
+                "{t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them() {
+    use covo::config::{Config, MqttConfig, NotifyConfig};
+    use covo::runtime::{Runtime, RuntimeOptions};
+    use std::io::Write;
+    use std::net::TcpListener;
+    let broker = Mosquitto::start();
+    let obs = raw(broker.port(), "covo/gw1/notify");
+    // A one-request HTTP server that records the body.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let (btx, brx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = s.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    let _ = btx.send((head.to_string(), body.to_string()));
+                    break;
+                }
+            }
+        }
+        let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n");
+    });
+    let config = Config {
+        mqtt: Some(MqttConfig {
+            url: Some(broker.url()),
+            gateway_id: Some("gw1".into()),
+            ..Default::default()
+        }),
+        notify: NotifyConfig { webhook: Some(url) },
+        ..Default::default()
+    };
+    let rt = Runtime::new(RuntimeOptions::new(config))
+        .unwrap()
+        .with_store(covo::store::Store::in_memory().unwrap());
+    let v = tools::call(
+        &rt,
+        "notify",
+        json!({"message": "frost tonight", "priority": "high", "title": "greenhouse"}),
+    )
+    .unwrap();
+    assert_eq!(v["sent"].as_array().unwrap().len(), 2, "{v}");
+    let (n, _) = obs
+        .next_on("covo/gw1/notify", Duration::from_secs(5))
+        .expect("notify");
+    assert_eq!(n["message"], "frost tonight");
+    assert_eq!(n["priority"], "high");
+    assert_eq!(n["title"], "greenhouse");
+    let (head, body) = brx.recv_timeout(Duration::from_secs(5)).expect("webhook");
+    assert!(head.starts_with("POST /hook"), "{head}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["priority"], "high");
+
+    let v = tools::call(&rt, "channel_list", json!({})).unwrap();
+    let chans = v["channels"].as_array().unwrap();
+    let find = |c: &str| chans.iter().find(|x| x["channel"] == c).cloned().unwrap();
+    assert_eq!(find("mqtt")["connected"], true, "{v}");
+    assert_eq!(find("webhook")["configured"], true);
+    assert!(find("cli").get("connected").is_some());
+
+    let bare = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+    let av = bare.availability(bare.lookup("notify").unwrap());
+    assert_eq!(av.reason.as_deref(), Some("no MQTT broker configured"));
+}
