@@ -10,6 +10,10 @@
 //! - `P/G/chat/events`: `{"session","tool","args"}` before a call,
 //!   `{"session","tool","ok","result"|"error"}` after it.
 //! - `P/G/sensors/<name>`: retained `{"<quantity>": {"value","unit"}, "at"}` on every sample.
+//! - `homeassistant/…/config`: discovery (see [`crate::ha`]), on connect and whenever
+//!   `homeassistant/status` says `online`.
+//! - `P/G/ha/<device>/set` (`ON`/`OFF`) → `gpio_write` through the pipeline →
+//!   `P/G/ha/<device>/state` (retained) when it was allowed and worked.
 //!
 //! Destructive tools asked for over MQTT are declined (nobody is there to approve them) unless
 //! `[run] approve = true`.
@@ -154,9 +158,17 @@ pub async fn serve(
     };
     let topics = link.map(|l| RunTopics::new(l.prefix(), l.gateway_id()));
     if let (Some(l), Some(t)) = (link, &topics) {
-        let (id, r) = l.subscribe(&t.chat_in()).map_err(anyhow::Error::msg)?;
-        subs.push(id);
-        forward(r, tx.clone());
+        let ha = ha_topics(l);
+        for f in [
+            t.chat_in(),
+            ha.set_filter(),
+            crate::ha::HA_STATUS.to_string(),
+        ] {
+            let (id, r) = l.subscribe(&f).map_err(anyhow::Error::msg)?;
+            subs.push(id);
+            forward(r, tx.clone());
+        }
+        announce(&rt, l);
         eprintln!(
             "covo run: MQTT on ({}), chat on {}",
             rt.config()
@@ -181,8 +193,15 @@ pub async fn serve(
             _ = stop.cancelled() => break,
             m = rx.recv() => {
                 let (Some(m), Some(l), Some(t)) = (m, link, &topics) else { continue };
+                let ha = ha_topics(l);
                 if m.topic == t.chat_in() {
                     chat(&rt, &model, l, t, &mut agents, &m, &stop).await;
+                } else if m.topic == crate::ha::HA_STATUS {
+                    if m.payload == b"online" {
+                        announce(&rt, l);
+                    }
+                } else if let Some(device) = ha.device_of_set(&m.topic) {
+                    switch(&rt, l, &ha, device, &m.payload);
                 }
             }
             _ = ticker.tick() => {
@@ -217,6 +236,48 @@ pub async fn serve(
         l.close();
     }
     Ok(())
+}
+
+fn ha_topics(l: &PeerLink) -> crate::ha::HaTopics {
+    crate::ha::HaTopics {
+        prefix: l.prefix().to_string(),
+        gateway: l.gateway_id().to_string(),
+    }
+}
+
+/// Publishes the Home Assistant discovery configs (retained) for every declared device.
+fn announce(rt: &Runtime, l: &PeerLink) {
+    for (topic, v) in crate::ha::all_configs(&ha_topics(l), rt.board().def()) {
+        publish_json(l, &topic, &v, true);
+    }
+}
+
+/// A Home Assistant switch command: `gpio_write` through the pipeline (policy applies), then
+/// the new state, retained. A refused or failed write publishes nothing and is logged.
+fn switch(rt: &Runtime, l: &PeerLink, ha: &crate::ha::HaTopics, device: &str, payload: &[u8]) {
+    let level = match payload {
+        b"ON" => 1,
+        b"OFF" => 0,
+        other => {
+            tracing::warn!(device, payload = %String::from_utf8_lossy(other), "switch command is not ON or OFF");
+            return;
+        }
+    };
+    let session = crate::exec::Session::new("home-assistant", "mqtt");
+    match rt.call(
+        &session,
+        crate::runtime::Via::Mqtt,
+        "gpio_write",
+        json!({"pin": device, "level": level}),
+    ) {
+        Ok(_) => {
+            let state = if level == 1 { "ON" } else { "OFF" };
+            if let Err(e) = l.publish(&ha.state(device), state.into(), QoS::AtLeastOnce, true) {
+                tracing::warn!(device, error = %e, "cannot publish the switch state");
+            }
+        }
+        Err(e) => eprintln!("covo run: switch {device} {level}: {e:?}"),
+    }
 }
 
 async fn chat(

@@ -28,6 +28,7 @@ pub mod daemon;
 pub mod discovery;
 pub mod error;
 pub mod exec;
+pub mod ha;
 pub mod hardware;
 pub mod hooks;
 pub mod llm;

@@ -336,7 +336,12 @@ mod tools {
     #[test]
     fn without_mqtt_the_mqtt_tools_are_unavailable() {
         let rt = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
-        for t in ["mqtt_publish", "mqtt_wait_message", "mqtt_retained_get"] {
+        for t in [
+            "mqtt_publish",
+            "mqtt_wait_message",
+            "mqtt_retained_get",
+            "ha_announce",
+        ] {
             let av = rt.availability(rt.lookup(t).unwrap());
             assert!(!av.available, "{t}");
             assert_eq!(
@@ -429,4 +434,219 @@ fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them()
     let bare = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
     let av = bare.availability(bare.lookup("notify").unwrap());
     assert_eq!(av.reason.as_deref(), Some("no MQTT broker configured"));
+}
+
+/// Checks a discovery payload against the documented MQTT discovery schema: required keys and
+/// their types, and the shared device/origin/availability blocks.
+fn check_discovery(topic: &str, v: &Value) {
+    let s = |k: &str| {
+        assert!(v[k].is_string(), "{topic}: '{k}' must be a string: {v}");
+        v[k].as_str().unwrap().to_string()
+    };
+    let parts: Vec<&str> = topic.split('/').collect();
+    assert_eq!(parts.len(), 5, "{topic}");
+    assert_eq!(parts[0], "homeassistant");
+    assert_eq!(parts[4], "config");
+    for id in [parts[2], parts[3]] {
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{topic}: ids are [a-zA-Z0-9_-]"
+        );
+    }
+    s("name");
+    s("unique_id");
+    assert_eq!(s("availability_topic"), "covo/gateways/gw1/status");
+    assert_eq!(s("availability_template"), "{{ value_json.status }}");
+    assert_eq!(s("payload_available"), "online");
+    assert_eq!(s("payload_not_available"), "offline");
+    let d = &v["device"];
+    assert!(d.is_object(), "{topic}: device");
+    assert!(
+        d["identifiers"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
+        "{topic}: device.identifiers is a non-empty list of strings"
+    );
+    for k in ["name", "model", "manufacturer"] {
+        assert!(d[k].is_string(), "{topic}: device.{k}");
+    }
+    assert_eq!(v["origin"]["name"], "covo");
+    assert!(v["origin"]["sw_version"].is_string());
+    match parts[1] {
+        "sensor" => {
+            assert!(s("state_topic").starts_with("covo/gw1/sensors/"));
+            assert!(s("value_template").starts_with("{{ value_json."));
+            s("unit_of_measurement");
+            assert_eq!(s("state_class"), "measurement");
+        }
+        "switch" => {
+            assert!(s("command_topic").ends_with("/set"));
+            s("state_topic");
+            assert_eq!(s("payload_on"), "ON");
+            assert_eq!(s("payload_off"), "OFF");
+        }
+        other => panic!("unexpected component {other}"),
+    }
+}
+
+#[test]
+fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() {
+    use covo::config::{Config, MqttConfig};
+    use covo::hardware::Board;
+    use covo::runtime::{Runtime, RuntimeOptions};
+    use covo_hal_tools::board::BoardDef;
+    use covo_hal_tools::hw::Hardware;
+    use covo_hal_tools::sim::SimBoard;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    let broker = Mosquitto::start();
+    let ha = raw(broker.port(), "homeassistant/+/+/+/config");
+    let states = raw(broker.port(), "covo/gw1/ha/#");
+    let sim = SimBoard::new();
+    let mut opts = RuntimeOptions::new(Config {
+        mqtt: Some(MqttConfig {
+            url: Some(broker.url()),
+            gateway_id: Some("gw1".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    opts.board = Some(Arc::new(Board::with_hardware(Hardware::sim_with(
+        BoardDef::sim(),
+        sim.clone(),
+    ))));
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(covo::store::Store::in_memory().unwrap()),
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (rt2, stop2) = (rt.clone(), stop.clone());
+    let daemon = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(covo::daemon::serve(rt2, None, stop2))
+            .unwrap();
+    });
+
+    let collect = |max: Duration| {
+        let mut got: HashMap<String, Value> = HashMap::new();
+        let end = Instant::now() + max;
+        while let Ok((t, p, _)) = ha
+            .rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            got.insert(t, serde_json::from_slice(&p).unwrap());
+        }
+        got
+    };
+    let got = collect(Duration::from_secs(3));
+    let temp = "homeassistant/sensor/covo_gw1/climate_temperature/config";
+    let relay = "homeassistant/switch/covo_gw1/relay/config";
+    assert!(got.contains_key(temp), "{:?}", got.keys());
+    assert!(got.contains_key(relay), "{:?}", got.keys());
+    for (t, v) in &got {
+        check_discovery(t, v);
+    }
+    let tv = &got[temp];
+    assert_eq!(tv["device_class"], "temperature");
+    assert_eq!(tv["unit_of_measurement"], "°C");
+    assert_eq!(tv["state_topic"], "covo/gw1/sensors/climate");
+    assert_eq!(tv["value_template"], "{{ value_json.temperature.value }}");
+    let hum = &got["homeassistant/sensor/covo_gw1/climate_humidity/config"];
+    assert_eq!(hum["device_class"], "humidity");
+    assert_eq!(hum["unit_of_measurement"], "%");
+    assert_eq!(got[relay]["command_topic"], "covo/gw1/ha/relay/set");
+    // Unique ids are unique.
+    let mut ids: Vec<&str> = got
+        .values()
+        .map(|v| v["unique_id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), got.len());
+
+    // Home Assistant restarts: everything is announced again.
+    states
+        .client
+        .publish("homeassistant/status", QoS::AtLeastOnce, false, "online")
+        .unwrap();
+    let again = collect(Duration::from_secs(3));
+    assert_eq!(
+        again.keys().collect::<std::collections::BTreeSet<_>>(),
+        got.keys().collect::<std::collections::BTreeSet<_>>(),
+        "re-announced on homeassistant/status = online"
+    );
+
+    // The relay switch drives the sim relay (GPIO17) through gpio_write.
+    assert!(!sim.level(17));
+    states
+        .client
+        .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    let (st, _) = states
+        .rx
+        .recv_timeout(Duration::from_secs(5))
+        .map(|(t, p, r)| {
+            assert_eq!(t, "covo/gw1/ha/relay/set");
+            (p, r)
+        })
+        .unwrap();
+    assert_eq!(st, b"ON");
+    let (t, p, retained) = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        (t.as_str(), p.as_slice(), retained),
+        ("covo/gw1/ha/relay/state", &b"ON"[..], false)
+    );
+    assert!(sim.level(17), "the relay is on");
+
+    // The button (GPIO27) is an input: the pipeline's gpio.outputs policy refuses the write.
+    states
+        .client
+        .publish("covo/gw1/ha/button/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    let _echo = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        states.rx.recv_timeout(Duration::from_millis(700)).is_err(),
+        "no state for a refused write"
+    );
+    // (GPIO27 reads high: the sim's button has a pull-up; it was never driven.)
+    assert!(
+        sim.output_log(27).is_empty(),
+        "the refused pin was never driven"
+    );
+    assert_eq!(
+        sim.output_log(17).len(),
+        1,
+        "only the allowed write reached a pin"
+    );
+
+    // The ha_announce tool publishes one device's configs.
+    let v = rt
+        .call(
+            &covo::exec::Session::new("t", "test"),
+            covo::runtime::Via::Direct,
+            "ha_announce",
+            json!({"device": "climate", "name": "Greenhouse"}),
+        )
+        .unwrap();
+    assert_eq!(v["component"], "sensor");
+    let announced = collect(Duration::from_secs(2));
+    assert!(announced.contains_key(temp), "{v}");
+    assert_eq!(announced[temp]["name"], "Greenhouse temperature");
+    check_discovery(temp, &announced[temp]);
+    let e = rt.call(
+        &covo::exec::Session::new("t", "test"),
+        covo::runtime::Via::Direct,
+        "ha_announce",
+        json!({"device": "relay", "component": "sensor"}),
+    );
+    assert!(e.is_err(), "a relay is a switch");
+
+    stop.cancel();
+    daemon.join().unwrap();
 }

@@ -62,7 +62,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"device":{"type":"string","description":"declared device name, e.g. climate"},"component":{"enum":["sensor","binary_sensor","switch","fan","light"]},"name":{"type":"string","description":"friendly name"}},"required":["device"],"additionalProperties":false}"#,
  keywords: "home assistant hass homeassistant discovery announce expose entity integrate dashboard mqtt auto discover",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(ha_announce),
     },
 ];
 
@@ -165,4 +165,48 @@ fn mqtt_retained_get(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         Some(m) => json!({"topic": topic, "retained": true, "payload": m.payload_json()}),
         None => json!({"topic": topic, "retained": false, "payload": null}),
     })
+}
+
+fn ha_announce(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let link = link(cx)?;
+    let name = args["device"].as_str().unwrap_or_default();
+    let board = cx.rt.board().def();
+    let Some(d) = board.device(name) else {
+        let known: Vec<&str> = board.device.iter().map(|d| d.name.as_str()).collect();
+        return Err(cx.fail(format!(
+            "no declared device '{name}' (declared: {})",
+            known.join(", ")
+        )));
+    };
+    let t = crate::ha::HaTopics {
+        prefix: link.prefix().to_string(),
+        gateway: link.gateway_id().to_string(),
+    };
+    let configs = crate::ha::configs_for(&t, board, d, args["name"].as_str());
+    let component = if d.driver == "gpio_out" {
+        "switch"
+    } else {
+        "sensor"
+    };
+    if let Some(want) = args["component"].as_str() {
+        if want != component {
+            return Err(cx.fail(format!(
+                "'{name}' ({}) is announced as a {component}, not a {want}",
+                d.driver
+            )));
+        }
+    }
+    if configs.is_empty() {
+        return Err(cx.fail(format!(
+            "'{name}' ({}) has nothing Home Assistant can show: only sensors and gpio_out devices are announced",
+            d.driver
+        )));
+    }
+    let mut topics = Vec::new();
+    for (topic, v) in &configs {
+        link.publish(topic, v.to_string().into_bytes(), QoS::AtLeastOnce, true)
+            .map_err(|e| cx.fail(e))?;
+        topics.push(topic.clone());
+    }
+    Ok(json!({"device": name, "component": component, "topics": topics}))
 }
