@@ -303,6 +303,12 @@ mod tools {
         assert_eq!(v["retained"], true, "{v}");
         assert_eq!(v["payload"], json!({"c": 21.5}));
 
+        // An old retained message on the filter is not what a wait is for.
+        pubber
+            .client
+            .publish("lab/door/0", QoS::AtLeastOnce, true, "stale")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
         let c = pubber.client.clone();
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(500));

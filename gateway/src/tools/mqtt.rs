@@ -131,6 +131,9 @@ fn mqtt_wait_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     while messages.len() < count {
         let left = end.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
+            // A stored retained message is old state (mqtt_retained_get reads those): wait for
+            // messages published from now on.
+            Ok(m) if m.retain => {}
             Ok(m) => messages.push(message_json(&m)),
             Err(_) => break,
         }
