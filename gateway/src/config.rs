@@ -116,6 +116,9 @@ pub struct MqttConfig {
     pub prefix: Option<String>,
     /// How long a peer call waits for its answer, in milliseconds (default 30000).
     pub call_timeout_ms: Option<u64>,
+    /// Topic filters `mqtt_publish` may publish to (`+`/`#` wildcards); empty allows nothing.
+    #[serde(default)]
+    pub publish_allow: Vec<String>,
 }
 
 impl MqttConfig {
@@ -165,6 +168,27 @@ pub struct PeerConfig {
     pub backends: crate::peer::backends::BackendsConfig,
 }
 
+/// `covo run` (`[run]`): the gateway daemon.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Approve destructive tools asked for over MQTT chat (default `false`: nobody is there to
+    /// ask, so they are declined).
+    #[serde(default)]
+    pub approve: bool,
+    /// With MQTT on, declared sensors without `sample_interval_secs` are sampled (and their
+    /// telemetry published) this often, in seconds (default 60).
+    pub telemetry_secs: Option<u64>,
+}
+
+/// `[notify]`: where `notify` sends alerts besides the MQTT topic.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// A URL that receives each alert as a JSON POST.
+    pub webhook: Option<String>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -203,6 +227,12 @@ pub struct Config {
     /// `covo peer`.
     #[serde(default)]
     pub peer: PeerConfig,
+    /// `covo run`.
+    #[serde(default)]
+    pub run: RunConfig,
+    /// The `notify` tool's channels.
+    #[serde(default)]
+    pub notify: NotifyConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

@@ -24,9 +24,11 @@
 
 pub mod agent;
 pub mod config;
+pub mod daemon;
 pub mod discovery;
 pub mod error;
 pub mod exec;
+pub mod ha;
 pub mod hardware;
 pub mod hooks;
 pub mod llm;

@@ -32,6 +32,7 @@ struct Cli {
 
 mod cli {
     pub mod chat;
+    pub mod run;
 }
 
 #[derive(Subcommand)]
@@ -58,6 +59,11 @@ enum Command {
     Tools(ToolsCmd),
     /// Run as the cloud peer: serve `runs = "peer"` tools to gateways over MQTT (`[mqtt]`, `[peer]`).
     Peer,
+    /// Run the gateway daemon: chat over MQTT, schedules, sensor sampling and telemetry (`[run]`).
+    Run {
+        #[command(flatten)]
+        profile: ProfileArg,
+    },
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -201,6 +207,11 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = Config::load(cli.config.as_deref()).map_err(usage)?;
     match cli.command {
+        Command::Run { profile } => {
+            let approve = config.run.approve;
+            let rt = runtime_for(config, &profile, approve, None)?;
+            cli::run::run(rt)
+        }
         Command::Chat {
             message,
             profile,

@@ -89,6 +89,40 @@ impl Policy for ReadOnly {
     }
 }
 
+/// `mqtt_publish` may only publish to topics that match `[mqtt] publish_allow`.
+pub struct MqttPublishAllow {
+    /// The allowed topic filters.
+    pub allow: Vec<String>,
+}
+
+impl Policy for MqttPublishAllow {
+    fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal> {
+        if spec.name != "mqtt_publish" {
+            return Ok(());
+        }
+        let topic = args.get("topic").and_then(Value::as_str).unwrap_or("");
+        if self
+            .allow
+            .iter()
+            .any(|f| crate::peer::mqtt::topic_matches(f, topic))
+        {
+            Ok(())
+        } else {
+            Err(Refusal {
+                rule: "mqtt.publish_allow".into(),
+                detail: format!(
+                    "'{topic}' matches none of [mqtt] publish_allow ({})",
+                    if self.allow.is_empty() {
+                        "empty".to_string()
+                    } else {
+                        self.allow.join(", ")
+                    }
+                ),
+            })
+        }
+    }
+}
+
 /// Decides whether a destructive call may run.
 pub trait Approver: Send + Sync {
     /// `Err(detail)` declines.
@@ -227,6 +261,14 @@ impl Runtime {
             Some(b) => b,
             None => Arc::new(Board::load(opts.config.board.as_deref())?),
         };
+        policies.push(Box::new(MqttPublishAllow {
+            allow: opts
+                .config
+                .mqtt
+                .as_ref()
+                .map(|m| m.publish_allow.clone())
+                .unwrap_or_default(),
+        }));
         policies.push(Box::new(BoardPolicyCheck {
             board: board.clone(),
         }));
@@ -347,6 +389,15 @@ impl Runtime {
         let av = Availability::of(def);
         if !av.available {
             return av;
+        }
+        if def.spec.toolset == "mqtt" && self.config.mqtt.is_none() {
+            return Availability::no("no MQTT broker configured");
+        }
+        if def.spec.name == "notify"
+            && self.config.mqtt.is_none()
+            && self.config.notify.webhook.is_none()
+        {
+            return Availability::no("no MQTT broker configured");
         }
         match self.board.missing(def.spec.toolset) {
             Some(reason) => Availability::no(reason),

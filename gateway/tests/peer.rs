@@ -54,6 +54,7 @@ fn mqtt(broker: &Mosquitto, timeout_ms: Option<u64>) -> MqttConfig {
         gateway_id: Some("gw1".into()),
         prefix: None,
         call_timeout_ms: timeout_ms,
+        ..Default::default()
     }
 }
 

@@ -184,6 +184,49 @@ struct State {
     pending: HashMap<String, mpsc::Sender<Response>>,
     /// Our own sync message came back: the retained births have been delivered.
     synced: bool,
+    /// A CONNACK has been seen and no disconnect since.
+    connected: bool,
+    /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
+    subs: Vec<(u64, String, mpsc::Sender<Message>)>,
+    next_sub: u64,
+}
+
+/// A message delivered to a local subscriber.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// The topic it was published on.
+    pub topic: String,
+    /// The payload bytes.
+    pub payload: Vec<u8>,
+    /// Whether the broker delivered it as a retained message.
+    pub retain: bool,
+}
+
+impl Message {
+    /// The payload as JSON when it parses, else as a string.
+    pub fn payload_json(&self) -> Value {
+        serde_json::from_slice(&self.payload)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&self.payload).into_owned()))
+    }
+}
+
+/// Whether the MQTT topic filter `filter` (with `+` and `#`) matches `topic`.
+pub fn topic_matches(filter: &str, topic: &str) -> bool {
+    let mut f = filter.split('/');
+    let mut t = topic.split('/');
+    // `$`-topics are not matched by filters starting with a wildcard.
+    if topic.starts_with('$') && (filter.starts_with('+') || filter.starts_with('#')) {
+        return false;
+    }
+    loop {
+        match (f.next(), t.next()) {
+            (Some("#"), _) => return true,
+            (Some("+"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
 }
 
 struct Shared {
@@ -211,7 +254,16 @@ impl Handler for GatewayHandler {
             self.topics.response(&self.gateway),
             self.sync_topic.clone(),
         ];
-        for t in subs {
+        let local: Vec<String> = {
+            let mut st = self.shared.lock();
+            st.connected = true;
+            let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
+            fs.sort();
+            fs.dedup();
+            fs
+        };
+        self.shared.changed.notify_all();
+        for t in subs.into_iter().chain(local) {
             if let Err(e) = client.try_subscribe(t, QoS::AtLeastOnce) {
                 tracing::warn!(error = %e, "MQTT subscribe failed");
             }
@@ -272,6 +324,18 @@ impl Handler for GatewayHandler {
             if let Some(tx) = self.shared.lock().pending.remove(&id) {
                 let _ = tx.send(resp);
             }
+        } else {
+            let msg = Message {
+                topic: topic.clone(),
+                payload: p.payload.to_vec(),
+                retain: p.retain,
+            };
+            let st = self.shared.lock();
+            for (_, f, tx) in &st.subs {
+                if topic_matches(f, &topic) {
+                    let _ = tx.send(msg.clone());
+                }
+            }
         }
     }
 
@@ -280,6 +344,7 @@ impl Handler for GatewayHandler {
         let mut st = self.shared.lock();
         st.peers.clear();
         st.synced = false;
+        st.connected = false;
         drop(st);
         self.shared.changed.notify_all();
     }
@@ -378,6 +443,59 @@ impl PeerLink {
         }
     }
 
+    /// Whether the broker connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.shared.lock().connected
+    }
+
+    /// The topic prefix.
+    pub fn prefix(&self) -> &str {
+        &self.topics.prefix
+    }
+
+    /// Queues a publish on the shared client (never blocks).
+    pub fn publish(
+        &self,
+        topic: &str,
+        payload: Vec<u8>,
+        qos: QoS,
+        retain: bool,
+    ) -> Result<(), String> {
+        self.client
+            .try_publish(topic, qos, retain, payload)
+            .map_err(|e| format!("cannot queue the publish: {e}"))
+    }
+
+    /// Subscribes to `filter`: messages that match it arrive on the receiver until
+    /// [`PeerLink::unsubscribe`] with the returned id. Resubscribed after every reconnect.
+    pub fn subscribe(&self, filter: &str) -> Result<(u64, mpsc::Receiver<Message>), String> {
+        let (tx, rx) = mpsc::channel();
+        let id = {
+            let mut st = self.shared.lock();
+            st.next_sub += 1;
+            let id = st.next_sub;
+            st.subs.push((id, filter.to_string(), tx));
+            id
+        };
+        if let Err(e) = self.client.try_subscribe(filter, QoS::AtLeastOnce) {
+            self.unsubscribe(id);
+            return Err(format!("cannot subscribe to {filter}: {e}"));
+        }
+        Ok((id, rx))
+    }
+
+    /// Ends a local subscription; the broker subscription goes when no one else uses the filter.
+    pub fn unsubscribe(&self, id: u64) {
+        let mut st = self.shared.lock();
+        let Some(pos) = st.subs.iter().position(|(i, _, _)| *i == id) else {
+            return;
+        };
+        let (_, filter, _) = st.subs.remove(pos);
+        if !st.subs.iter().any(|(_, f, _)| *f == filter) {
+            let _ = self.client.try_unsubscribe(filter);
+        }
+    }
+
     /// This gateway's id.
     pub fn gateway_id(&self) -> &str {
         &self.gateway
@@ -461,6 +579,11 @@ impl PeerLink {
         })
     }
 
+    /// Publishes `offline` on the status topic and disconnects (the Will is not sent).
+    pub fn close(&self) {
+        self.shutdown(Stop::Graceful);
+    }
+
     fn shutdown(&self, how: Stop) {
         if let Some(tx) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(how);
@@ -511,6 +634,18 @@ mod tests {
         assert_eq!(parse_url("broker").unwrap(), ("broker".into(), 1883));
         assert!(parse_url("mqtts://x:8883").is_err());
         assert!(parse_url("mqtt://:1").is_err());
+    }
+
+    #[test]
+    fn topic_filters_match_like_mqtt() {
+        assert!(topic_matches("greenhouse/#", "greenhouse/a/b"));
+        assert!(topic_matches("greenhouse/#", "greenhouse"));
+        assert!(topic_matches("a/+/c", "a/b/c"));
+        assert!(!topic_matches("a/+/c", "a/b/d"));
+        assert!(!topic_matches("a/+", "a/b/c"));
+        assert!(topic_matches("a/b", "a/b"));
+        assert!(!topic_matches("#", "$SYS/x"));
+        assert!(!topic_matches("greenhouse/#", "garage/x"));
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! The `messaging` toolset.
 
+use crate::error::CallError;
+use crate::exec::Cx;
 use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use rumqttc::v5::mqttbytes::QoS;
+use serde_json::{json, Value};
+use std::time::Duration;
 
 const TOOLSET: &str = "messaging";
 
@@ -18,7 +23,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
             keywords: "channels list messaging connected cli mqtt web telegram webhook chat",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(channel_list),
     },
     ToolDef {
         spec: ToolSpec {
@@ -33,6 +38,101 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             keywords:
                 "notify notification alert alarm push warn phone message urgent priority ping page",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(notify),
     },
 ];
+
+/// How long the webhook POST may take.
+pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn channel_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+    let mut out: Vec<Value> = cx
+        .rt
+        .user_io()
+        .channels()
+        .into_iter()
+        .map(|(name, connected)| json!({"channel": name, "connected": connected}))
+        .collect();
+    let mqtt = cx.rt.config().mqtt.is_some();
+    let connected = mqtt && cx.rt.peer_link().is_some_and(|l| l.is_connected());
+    out.push(json!({"channel": "mqtt", "configured": mqtt, "connected": connected}));
+    let hook = cx.rt.config().notify.webhook.is_some();
+    // A webhook has no connection: it is "connected" when configured; each send reports itself.
+    out.push(json!({"channel": "webhook", "configured": hook, "connected": hook}));
+    Ok(json!({"channels": out}))
+}
+
+fn notify(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let message = args["message"].as_str().unwrap_or_default();
+    let priority = args["priority"].as_str().unwrap_or("normal");
+    let mut body = json!({
+        "message": message,
+        "priority": priority,
+        "at": crate::store::now_rfc3339(),
+    });
+    if let Some(t) = args["title"].as_str() {
+        body["title"] = json!(t);
+    }
+    let mut sent = Vec::new();
+    let mut failed = Vec::new();
+    if cx.rt.config().mqtt.is_some() {
+        let link = super::mqtt::link(cx)?;
+        let topic = format!("{}/{}/notify", link.prefix(), link.gateway_id());
+        match link.publish(
+            &topic,
+            body.to_string().into_bytes(),
+            QoS::AtLeastOnce,
+            false,
+        ) {
+            Ok(()) => sent.push(json!({"channel": "mqtt", "topic": topic})),
+            Err(e) => failed.push(json!({"channel": "mqtt", "error": e})),
+        }
+    }
+    if let Some(url) = cx.rt.config().notify.webhook.clone() {
+        match post_json(&url, &body) {
+            Ok(status) => sent.push(json!({"channel": "webhook", "status": status})),
+            Err(e) => failed.push(json!({"channel": "webhook", "error": e})),
+        }
+    }
+    if sent.is_empty() {
+        return Err(cx.fail(if failed.is_empty() {
+            "no notification channel is configured ([mqtt] or [notify] webhook)".to_string()
+        } else {
+            format!("every channel failed: {}", Value::Array(failed))
+        }));
+    }
+    Ok(json!({"sent": sent, "failed": failed}))
+}
+
+/// POSTs `body` as JSON on a thread of its own (the caller may be inside a tokio runtime).
+fn post_json(url: &str, body: &Value) -> Result<u16, String> {
+    let (url, text) = (url.to_string(), body.to_string());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::builder()
+                .timeout(WEBHOOK_TIMEOUT)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let resp = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(text)
+                .send()
+                .await
+                .map_err(|e| format!("{url}: {e}"))?;
+            let status = resp.status();
+            if status.is_success() {
+                Ok(status.as_u16())
+            } else {
+                Err(format!("{url}: HTTP {status}"))
+            }
+        })
+    })
+    .join()
+    .map_err(|_| "the webhook thread panicked".to_string())?
+}

@@ -1,6 +1,12 @@
 //! The `mqtt` toolset.
 
+use crate::error::CallError;
+use crate::exec::Cx;
+use crate::peer::mqtt::PeerLink;
 use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use rumqttc::v5::mqttbytes::QoS;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 const TOOLSET: &str = "mqtt";
 
@@ -17,7 +23,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"topic":{"type":"string"},"payload":{"type":["string","object","array","number","boolean"],"description":"non-strings are sent as JSON"},"qos":{"enum":[0,1,2],"default":0},"retain":{"type":"boolean","default":false}},"required":["topic","payload"],"additionalProperties":false}"#,
  keywords: "mqtt publish send message topic broker mosquitto pub iot retain qos",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(mqtt_publish),
     },
     ToolDef {
         spec: ToolSpec {
@@ -30,7 +36,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"topic":{"type":"string","description":"filter, + and # allowed"},"count":{"type":"integer","minimum":1,"default":1},"timeout_ms":{"type":"integer","minimum":0,"default":10000}},"required":["topic"],"additionalProperties":false}"#,
  keywords: "mqtt subscribe wait listen receive message topic broker incoming",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(mqtt_wait_message),
     },
     ToolDef {
         spec: ToolSpec {
@@ -43,7 +49,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"topic":{"type":"string"}},"required":["topic"],"additionalProperties":false}"#,
  keywords: "mqtt retained message last value topic state get read broker",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(mqtt_retained_get),
     },
     ToolDef {
         spec: ToolSpec {
@@ -56,6 +62,154 @@ pub(crate) static TOOLS: &[ToolDef] = &[
  params: r#"{"type":"object","properties":{"device":{"type":"string","description":"declared device name, e.g. climate"},"component":{"enum":["sensor","binary_sensor","switch","fan","light"]},"name":{"type":"string","description":"friendly name"}},"required":["device"],"additionalProperties":false}"#,
  keywords: "home assistant hass homeassistant discovery announce expose entity integrate dashboard mqtt auto discover",
         },
-        exec: Exec::Missing,
+        exec: Exec::Local(ha_announce),
     },
 ];
+
+/// How long `mqtt_retained_get` waits for a retained message before reporting none.
+pub const RETAINED_WAIT: Duration = Duration::from_millis(1000);
+
+/// The link, or the reason the tool cannot run.
+pub(crate) fn link<'a>(cx: &Cx<'a>) -> Result<&'a PeerLink, CallError> {
+    if cx.rt.config().mqtt.is_none() {
+        return Err(cx.fail("no MQTT broker configured"));
+    }
+    cx.rt
+        .peer_link()
+        .ok_or_else(|| cx.fail("the MQTT link did not start (see the log)"))
+}
+
+fn topic_arg<'a>(cx: &Cx<'_>, args: &'a Value) -> Result<&'a str, CallError> {
+    args.get("topic")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| cx.fail("'topic' is required"))
+}
+
+fn mqtt_publish(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let link = link(cx)?;
+    let topic = topic_arg(cx, &args)?;
+    if topic.contains(['+', '#']) {
+        return Err(cx.fail("a publish topic cannot contain the wildcards + or #"));
+    }
+    let payload = match &args["payload"] {
+        Value::String(s) => s.clone().into_bytes(),
+        v => v.to_string().into_bytes(),
+    };
+    let qos = match args.get("qos").and_then(Value::as_u64).unwrap_or(0) {
+        2 => QoS::ExactlyOnce,
+        1 => QoS::AtLeastOnce,
+        _ => QoS::AtMostOnce,
+    };
+    let retain = args.get("retain").and_then(Value::as_bool).unwrap_or(false);
+    let bytes = payload.len();
+    link.publish(topic, payload, qos, retain)
+        .map_err(|e| cx.fail(e))?;
+    Ok(json!({"topic": topic, "bytes": bytes, "qos": qos as u8, "retain": retain, "queued": true}))
+}
+
+fn message_json(m: &crate::peer::mqtt::Message) -> Value {
+    json!({"topic": m.topic, "payload": m.payload_json(), "retained": m.retain})
+}
+
+fn mqtt_wait_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let link = link(cx)?;
+    let filter = topic_arg(cx, &args)?;
+    let count = args
+        .get("count")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1) as usize;
+    let timeout = Duration::from_millis(
+        args.get("timeout_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(10_000),
+    );
+    let (id, rx) = link.subscribe(filter).map_err(|e| cx.fail(e))?;
+    let end = Instant::now() + timeout;
+    let mut messages = Vec::new();
+    while messages.len() < count {
+        let left = end.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            // A stored retained message is old state (mqtt_retained_get reads those): wait for
+            // messages published from now on.
+            Ok(m) if m.retain => {}
+            Ok(m) => messages.push(message_json(&m)),
+            Err(_) => break,
+        }
+    }
+    link.unsubscribe(id);
+    let timed_out = messages.len() < count;
+    Ok(json!({"topic": filter, "messages": messages, "timed_out": timed_out}))
+}
+
+fn mqtt_retained_get(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let link = link(cx)?;
+    let topic = topic_arg(cx, &args)?;
+    if topic.contains(['+', '#']) {
+        return Err(cx.fail("give one topic, without the wildcards + or #"));
+    }
+    let (id, rx) = link.subscribe(topic).map_err(|e| cx.fail(e))?;
+    let end = Instant::now() + RETAINED_WAIT;
+    let mut found = None;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(m) if m.retain && m.topic == topic => {
+                found = Some(m);
+                break;
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    link.unsubscribe(id);
+    Ok(match found {
+        Some(m) => json!({"topic": topic, "retained": true, "payload": m.payload_json()}),
+        None => json!({"topic": topic, "retained": false, "payload": null}),
+    })
+}
+
+fn ha_announce(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+    let link = link(cx)?;
+    let name = args["device"].as_str().unwrap_or_default();
+    let board = cx.rt.board().def();
+    let Some(d) = board.device(name) else {
+        let known: Vec<&str> = board.device.iter().map(|d| d.name.as_str()).collect();
+        return Err(cx.fail(format!(
+            "no declared device '{name}' (declared: {})",
+            known.join(", ")
+        )));
+    };
+    let t = crate::ha::HaTopics {
+        prefix: link.prefix().to_string(),
+        gateway: link.gateway_id().to_string(),
+    };
+    let configs = crate::ha::configs_for(&t, board, d, args["name"].as_str());
+    let component = if d.driver == "gpio_out" {
+        "switch"
+    } else {
+        "sensor"
+    };
+    if let Some(want) = args["component"].as_str() {
+        if want != component {
+            return Err(cx.fail(format!(
+                "'{name}' ({}) is announced as a {component}, not a {want}",
+                d.driver
+            )));
+        }
+    }
+    if configs.is_empty() {
+        return Err(cx.fail(format!(
+            "'{name}' ({}) has nothing Home Assistant can show: only sensors and gpio_out devices are announced",
+            d.driver
+        )));
+    }
+    let mut topics = Vec::new();
+    for (topic, v) in &configs {
+        link.publish(topic, v.to_string().into_bytes(), QoS::AtLeastOnce, true)
+            .map_err(|e| cx.fail(e))?;
+        topics.push(topic.clone());
+    }
+    Ok(json!({"device": name, "component": component, "topics": topics}))
+}

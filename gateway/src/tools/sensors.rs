@@ -307,6 +307,22 @@ pub fn sample_due(
     rt: &crate::runtime::Runtime,
     last: &mut std::collections::HashMap<String, std::time::Instant>,
 ) -> Vec<String> {
+    sample_due_readings(rt, last, None)
+        .into_iter()
+        .map(|(name, r)| match r {
+            Ok(v) => format!("{name}: {}", v["readings"]),
+            Err(e) => format!("{name}: sampling failed: {e}"),
+        })
+        .collect()
+}
+
+/// Like [`sample_due`], returning each sample (the `sensor_read` JSON) or why it failed.
+/// `default_every` also samples sensors that have neither an interval nor a watch.
+pub fn sample_due_readings(
+    rt: &crate::runtime::Runtime,
+    last: &mut std::collections::HashMap<String, std::time::Instant>,
+    default_every: Option<u64>,
+) -> Vec<(String, Result<Value, String>)> {
     let watched: Vec<String> = rt
         .store()
         .and_then(|s| s.watches())
@@ -320,8 +336,11 @@ pub fn sample_due(
         }
         let every = match (d.sample_interval_secs, watched.contains(&d.name)) {
             (Some(s), _) => s,
-            (None, true) => WATCH_SAMPLE_SECS,
-            (None, false) => continue,
+            (None, true) => default_every.unwrap_or(WATCH_SAMPLE_SECS),
+            (None, false) => match default_every {
+                Some(s) => s,
+                None => continue,
+            },
         };
         let due = last
             .get(&d.name)
@@ -330,10 +349,8 @@ pub fn sample_due(
             continue;
         }
         last.insert(d.name.clone(), now);
-        match read_and_log(rt, &d.name) {
-            Ok(v) => out.push(format!("{}: {}", d.name, v["readings"])),
-            Err(e) => out.push(format!("{}: sampling failed: {e:?}", d.name)),
-        }
+        let r = read_and_log(rt, &d.name).map_err(|e| format!("{e:?}"));
+        out.push((d.name.clone(), r));
     }
     out
 }

@@ -1,0 +1,658 @@
+//! `covo run`: the daemon against a real mosquitto and the scripted LLM server.
+
+use covo_tests::broker::Mosquitto;
+use covo_tests::llm_server::{Reply, ScriptedLlm};
+use rumqttc::v5::mqttbytes::v5::Packet;
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::{Client, Event, MqttOptions};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A plain MQTT client: every message on `filter` as (topic, payload, retain).
+struct Raw {
+    client: Client,
+    rx: mpsc::Receiver<(String, Vec<u8>, bool)>,
+}
+
+fn raw(port: u16, filter: &str) -> Raw {
+    let o = MqttOptions::new(format!("raw-{}", fastrand::u32(..)), "127.0.0.1", port);
+    let (client, mut conn) = Client::new(o, 16);
+    client.subscribe(filter, QoS::AtLeastOnce).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for ev in conn.iter() {
+            match ev {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    let _ = ready_tx.send(());
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let t = String::from_utf8_lossy(&p.topic).into_owned();
+                    if tx.send((t, p.payload.to_vec(), p.retain)).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("suback");
+    Raw { client, rx }
+}
+
+impl Raw {
+    /// The first message on `topic` (JSON) before `max`.
+    fn next_on(&self, topic: &str, max: Duration) -> Option<(Value, bool)> {
+        let end = Instant::now() + max;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let (t, p, r) = self.rx.recv_timeout(left).ok()?;
+            if t == topic {
+                return Some((serde_json::from_slice(&p).unwrap_or(Value::Null), r));
+            }
+        }
+    }
+}
+
+fn covo(dir: &std::path::Path, cfg: &str) -> Command {
+    let path = dir.join("covo.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_covo"));
+    c.arg("--config")
+        .arg(&path)
+        .current_dir(dir)
+        .env("COVO_HOME", dir.join("home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .env_remove("COVO_LLM_PROVIDER")
+        .env_remove("COVO_LLM_BASE_URL")
+        .env_remove("COVO_LLM_MODEL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY");
+    c
+}
+
+/// Sends SIGTERM and waits: the daemon must exit 0 on its own.
+fn terminate(mut child: Child) -> (Option<i32>, String) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let end = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code(), err)
+}
+
+#[test]
+fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
+    let broker = Mosquitto::start();
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![(
+            "memory_store",
+            r#"{"text":"the basil is on the left shelf"}"#,
+        )]),
+        Reply::text("Noted: basil on the left shelf."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let obs = raw(broker.port(), "covo/gw1/#");
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n[run]\ntelemetry_secs = 1\n",
+        broker.url()
+    );
+    let child = covo(dir.path(), &cfg)
+        .args(["run", "--profile", "full"])
+        .env("COVO_LLM_BASE_URL", srv.openai_base_url())
+        .env("COVO_LLM_MODEL", "scripted")
+        .env("OPENAI_API_KEY", "sk-test")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (birth, _) = status
+        .next_on("covo/gateways/gw1/status", Duration::from_secs(10))
+        .expect("birth");
+    assert_eq!(birth["status"], "online", "{birth}");
+
+    // Telemetry for the sim's climate sensor, retained.
+    let (t, retained) = obs
+        .next_on("covo/gw1/sensors/climate", Duration::from_secs(10))
+        .expect("telemetry");
+    assert!(!retained, "live delivery");
+    assert!(t["temperature"]["value"].is_number(), "{t}");
+    assert!(t["temperature"]["unit"].is_string(), "{t}");
+    assert!(t["at"].is_string(), "{t}");
+    let late = raw(broker.port(), "covo/gw1/sensors/climate");
+    let (t2, retained) = late
+        .next_on("covo/gw1/sensors/climate", Duration::from_secs(5))
+        .expect("retained telemetry");
+    assert!(retained, "a late subscriber gets the retained value");
+    assert!(t2["temperature"]["value"].is_number());
+
+    // Chat: wait until the daemon has subscribed (its birth is out), then ask.
+    std::thread::sleep(Duration::from_millis(300));
+    obs.client
+        .publish(
+            "covo/gw1/chat/in",
+            QoS::AtLeastOnce,
+            false,
+            json!({"text": "remember: basil on the left shelf", "session": "s1"}).to_string(),
+        )
+        .unwrap();
+    let (call, _) = obs
+        .next_on("covo/gw1/chat/events", Duration::from_secs(10))
+        .expect("tool call event");
+    assert_eq!(call["session"], "s1");
+    assert_eq!(call["tool"], "memory_store");
+    assert_eq!(call["args"]["text"], "the basil is on the left shelf");
+    let (done, _) = obs
+        .next_on("covo/gw1/chat/events", Duration::from_secs(10))
+        .expect("tool result event");
+    assert_eq!(done["tool"], "memory_store");
+    assert_eq!(done["ok"], true, "{done}");
+    assert!(done.get("result").is_some());
+    let (out, _) = obs
+        .next_on("covo/gw1/chat/out", Duration::from_secs(10))
+        .expect("answer");
+    assert_eq!(out["session"], "s1");
+    assert_eq!(out["text"], "Noted: basil on the left shelf.");
+    assert!(out["usage"].is_object(), "{out}");
+    assert_eq!(srv.requests().len(), 2);
+
+    // A clean stop publishes `offline` itself.
+    let (code, err) = terminate(child);
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let (gone, _) = status
+        .next_on("covo/gateways/gw1/status", Duration::from_secs(5))
+        .expect("offline");
+    assert_eq!(gone["status"], "offline", "{gone}");
+}
+
+#[test]
+fn without_mqtt_it_says_so_and_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = covo(dir.path(), "")
+        .arg("run")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut child = child;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still running without a broker"
+    );
+    let (code, err) = terminate(child);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("MQTT is off"), "{err}");
+}
+
+mod tools {
+    use super::*;
+    use covo::config::{Config, MqttConfig};
+    use covo::error::{CallError, ToolError};
+    use covo::exec::Session;
+    use covo::runtime::{Runtime, RuntimeOptions, Via};
+    use covo::store::Store;
+
+    pub fn runtime(broker: &Mosquitto, allow: &[&str]) -> Runtime {
+        let config = Config {
+            mqtt: Some(MqttConfig {
+                url: Some(broker.url()),
+                gateway_id: Some("gw1".into()),
+                publish_allow: allow.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let rt = Runtime::new(RuntimeOptions::new(config))
+            .unwrap()
+            .with_store(Store::in_memory().unwrap());
+        assert!(rt.peer_link().unwrap().wait_synced(Duration::from_secs(5)));
+        rt
+    }
+
+    pub fn call(rt: &Runtime, tool: &str, args: Value) -> Result<Value, CallError> {
+        rt.call(&Session::new("t", "test"), Via::Direct, tool, args)
+    }
+
+    pub fn refused_rule(r: Result<Value, CallError>) -> String {
+        match r {
+            Err(CallError::Respond(ToolError::PolicyRefused { rule, .. })) => rule,
+            other => panic!("expected a policy refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mqtt_publish_stays_within_the_allowlist_on_every_path() {
+        let broker = Mosquitto::start();
+        let obs = raw(broker.port(), "#");
+        let rt = runtime(&broker, &["greenhouse/#", "lab/+/cmd"]);
+        let v = call(
+            &rt,
+            "mqtt_publish",
+            json!({"topic": "greenhouse/vent", "payload": {"open": true}, "qos": 1}),
+        )
+        .unwrap();
+        assert_eq!(v["queued"], true);
+        let (got, _) = obs
+            .next_on("greenhouse/vent", Duration::from_secs(5))
+            .expect("published");
+        assert_eq!(got, json!({"open": true}));
+        call(
+            &rt,
+            "mqtt_publish",
+            json!({"topic": "lab/x/cmd", "payload": "go"}),
+        )
+        .unwrap();
+        assert!(obs.next_on("lab/x/cmd", Duration::from_secs(5)).is_some());
+
+        for topic in ["garage/door", "lab/x/y/cmd", "greenhousex"] {
+            let rule = refused_rule(call(
+                &rt,
+                "mqtt_publish",
+                json!({"topic": topic, "payload": "open"}),
+            ));
+            assert_eq!(rule, "mqtt.publish_allow");
+            let rule = refused_rule(call(
+                &rt,
+                "tool_call",
+                json!({"name": "mqtt_publish", "arguments": {"topic": topic, "payload": "open"}}),
+            ));
+            assert_eq!(rule, "mqtt.publish_allow", "through tool_call");
+        }
+        assert!(
+            obs.next_on("garage/door", Duration::from_millis(500))
+                .is_none(),
+            "nothing refused reached the broker"
+        );
+    }
+
+    #[test]
+    fn wait_message_and_retained_get_see_what_a_raw_client_publishes() {
+        let broker = Mosquitto::start();
+        let pubber = raw(broker.port(), "unused/none");
+        let rt = runtime(&broker, &[]);
+
+        // Nothing retained yet.
+        let v = call(&rt, "mqtt_retained_get", json!({"topic": "lab/temp"})).unwrap();
+        assert_eq!(v["retained"], false, "{v}");
+        pubber
+            .client
+            .publish("lab/temp", QoS::AtLeastOnce, true, r#"{"c":21.5}"#)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let v = call(&rt, "mqtt_retained_get", json!({"topic": "lab/temp"})).unwrap();
+        assert_eq!(v["retained"], true, "{v}");
+        assert_eq!(v["payload"], json!({"c": 21.5}));
+
+        // An old retained message on the filter is not what a wait is for.
+        pubber
+            .client
+            .publish("lab/door/0", QoS::AtLeastOnce, true, "stale")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let c = pubber.client.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            c.publish("lab/door/1", QoS::AtLeastOnce, false, "opened")
+                .unwrap();
+            c.publish("lab/door/2", QoS::AtLeastOnce, false, "closed")
+                .unwrap();
+        });
+        let v = call(
+            &rt,
+            "mqtt_wait_message",
+            json!({"topic": "lab/door/+", "count": 2, "timeout_ms": 5000}),
+        )
+        .unwrap();
+        t.join().unwrap();
+        assert_eq!(v["timed_out"], false, "{v}");
+        assert_eq!(v["messages"][0]["topic"], "lab/door/1");
+        assert_eq!(v["messages"][0]["payload"], "opened");
+        assert_eq!(v["messages"][1]["payload"], "closed");
+
+        let v = call(
+            &rt,
+            "mqtt_wait_message",
+            json!({"topic": "lab/quiet", "timeout_ms": 200}),
+        )
+        .unwrap();
+        assert_eq!(v["timed_out"], true);
+        assert_eq!(v["messages"], json!([]));
+    }
+
+    #[test]
+    fn without_mqtt_the_mqtt_tools_are_unavailable() {
+        let rt = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+        for t in [
+            "mqtt_publish",
+            "mqtt_wait_message",
+            "mqtt_retained_get",
+            "ha_announce",
+        ] {
+            let av = rt.availability(rt.lookup(t).unwrap());
+            assert!(!av.available, "{t}");
+            assert_eq!(
+                av.reason.as_deref(),
+                Some("no MQTT broker configured"),
+                "{t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them() {
+    use covo::config::{Config, MqttConfig, NotifyConfig};
+    use covo::runtime::{Runtime, RuntimeOptions};
+    use std::io::Write;
+    use std::net::TcpListener;
+    let broker = Mosquitto::start();
+    let obs = raw(broker.port(), "covo/gw1/notify");
+    // A one-request HTTP server that records the body.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let (btx, brx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = s.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    let _ = btx.send((head.to_string(), body.to_string()));
+                    break;
+                }
+            }
+        }
+        let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n");
+    });
+    let config = Config {
+        mqtt: Some(MqttConfig {
+            url: Some(broker.url()),
+            gateway_id: Some("gw1".into()),
+            ..Default::default()
+        }),
+        notify: NotifyConfig { webhook: Some(url) },
+        ..Default::default()
+    };
+    let rt = Runtime::new(RuntimeOptions::new(config))
+        .unwrap()
+        .with_store(covo::store::Store::in_memory().unwrap());
+    let v = tools::call(
+        &rt,
+        "notify",
+        json!({"message": "frost tonight", "priority": "high", "title": "greenhouse"}),
+    )
+    .unwrap();
+    assert_eq!(v["sent"].as_array().unwrap().len(), 2, "{v}");
+    let (n, _) = obs
+        .next_on("covo/gw1/notify", Duration::from_secs(5))
+        .expect("notify");
+    assert_eq!(n["message"], "frost tonight");
+    assert_eq!(n["priority"], "high");
+    assert_eq!(n["title"], "greenhouse");
+    let (head, body) = brx.recv_timeout(Duration::from_secs(5)).expect("webhook");
+    assert!(head.starts_with("POST /hook"), "{head}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["priority"], "high");
+
+    let v = tools::call(&rt, "channel_list", json!({})).unwrap();
+    let chans = v["channels"].as_array().unwrap();
+    let find = |c: &str| chans.iter().find(|x| x["channel"] == c).cloned().unwrap();
+    assert_eq!(find("mqtt")["connected"], true, "{v}");
+    assert_eq!(find("webhook")["configured"], true);
+    assert!(find("cli").get("connected").is_some());
+
+    let bare = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+    let av = bare.availability(bare.lookup("notify").unwrap());
+    assert_eq!(av.reason.as_deref(), Some("no MQTT broker configured"));
+}
+
+/// Checks a discovery payload against the documented MQTT discovery schema: required keys and
+/// their types, and the shared device/origin/availability blocks.
+fn check_discovery(topic: &str, v: &Value) {
+    let s = |k: &str| {
+        assert!(v[k].is_string(), "{topic}: '{k}' must be a string: {v}");
+        v[k].as_str().unwrap().to_string()
+    };
+    let parts: Vec<&str> = topic.split('/').collect();
+    assert_eq!(parts.len(), 5, "{topic}");
+    assert_eq!(parts[0], "homeassistant");
+    assert_eq!(parts[4], "config");
+    for id in [parts[2], parts[3]] {
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{topic}: ids are [a-zA-Z0-9_-]"
+        );
+    }
+    s("name");
+    s("unique_id");
+    assert_eq!(s("availability_topic"), "covo/gateways/gw1/status");
+    assert_eq!(s("availability_template"), "{{ value_json.status }}");
+    assert_eq!(s("payload_available"), "online");
+    assert_eq!(s("payload_not_available"), "offline");
+    let d = &v["device"];
+    assert!(d.is_object(), "{topic}: device");
+    assert!(
+        d["identifiers"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
+        "{topic}: device.identifiers is a non-empty list of strings"
+    );
+    for k in ["name", "model", "manufacturer"] {
+        assert!(d[k].is_string(), "{topic}: device.{k}");
+    }
+    assert_eq!(v["origin"]["name"], "covo");
+    assert!(v["origin"]["sw_version"].is_string());
+    match parts[1] {
+        "sensor" => {
+            assert!(s("state_topic").starts_with("covo/gw1/sensors/"));
+            assert!(s("value_template").starts_with("{{ value_json."));
+            s("unit_of_measurement");
+            assert_eq!(s("state_class"), "measurement");
+        }
+        "switch" => {
+            assert!(s("command_topic").ends_with("/set"));
+            s("state_topic");
+            assert_eq!(s("payload_on"), "ON");
+            assert_eq!(s("payload_off"), "OFF");
+        }
+        other => panic!("unexpected component {other}"),
+    }
+}
+
+#[test]
+fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() {
+    use covo::config::{Config, MqttConfig};
+    use covo::hardware::Board;
+    use covo::runtime::{Runtime, RuntimeOptions};
+    use covo_hal_tools::board::BoardDef;
+    use covo_hal_tools::hw::Hardware;
+    use covo_hal_tools::sim::SimBoard;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    let broker = Mosquitto::start();
+    let ha = raw(broker.port(), "homeassistant/+/+/+/config");
+    let states = raw(broker.port(), "covo/gw1/ha/#");
+    let sim = SimBoard::new();
+    let mut opts = RuntimeOptions::new(Config {
+        mqtt: Some(MqttConfig {
+            url: Some(broker.url()),
+            gateway_id: Some("gw1".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    opts.board = Some(Arc::new(Board::with_hardware(Hardware::sim_with(
+        BoardDef::sim(),
+        sim.clone(),
+    ))));
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(covo::store::Store::in_memory().unwrap()),
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (rt2, stop2) = (rt.clone(), stop.clone());
+    let daemon = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(covo::daemon::serve(rt2, None, stop2))
+            .unwrap();
+    });
+
+    let collect = |max: Duration| {
+        let mut got: HashMap<String, Value> = HashMap::new();
+        let end = Instant::now() + max;
+        while let Ok((t, p, _)) = ha
+            .rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            got.insert(t, serde_json::from_slice(&p).unwrap());
+        }
+        got
+    };
+    let got = collect(Duration::from_secs(3));
+    let temp = "homeassistant/sensor/covo_gw1/climate_temperature/config";
+    let relay = "homeassistant/switch/covo_gw1/relay/config";
+    assert!(got.contains_key(temp), "{:?}", got.keys());
+    assert!(got.contains_key(relay), "{:?}", got.keys());
+    for (t, v) in &got {
+        check_discovery(t, v);
+    }
+    let tv = &got[temp];
+    assert_eq!(tv["device_class"], "temperature");
+    assert_eq!(tv["unit_of_measurement"], "°C");
+    assert_eq!(tv["state_topic"], "covo/gw1/sensors/climate");
+    assert_eq!(tv["value_template"], "{{ value_json.temperature.value }}");
+    let hum = &got["homeassistant/sensor/covo_gw1/climate_humidity/config"];
+    assert_eq!(hum["device_class"], "humidity");
+    assert_eq!(hum["unit_of_measurement"], "%");
+    assert_eq!(got[relay]["command_topic"], "covo/gw1/ha/relay/set");
+    // Unique ids are unique.
+    let mut ids: Vec<&str> = got
+        .values()
+        .map(|v| v["unique_id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), got.len());
+
+    // Home Assistant restarts: everything is announced again.
+    states
+        .client
+        .publish("homeassistant/status", QoS::AtLeastOnce, false, "online")
+        .unwrap();
+    let again = collect(Duration::from_secs(3));
+    assert_eq!(
+        again.keys().collect::<std::collections::BTreeSet<_>>(),
+        got.keys().collect::<std::collections::BTreeSet<_>>(),
+        "re-announced on homeassistant/status = online"
+    );
+
+    // The relay switch drives the sim relay (GPIO17) through gpio_write.
+    assert!(!sim.level(17));
+    states
+        .client
+        .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    let (st, _) = states
+        .rx
+        .recv_timeout(Duration::from_secs(5))
+        .map(|(t, p, r)| {
+            assert_eq!(t, "covo/gw1/ha/relay/set");
+            (p, r)
+        })
+        .unwrap();
+    assert_eq!(st, b"ON");
+    let (t, p, retained) = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        (t.as_str(), p.as_slice(), retained),
+        ("covo/gw1/ha/relay/state", &b"ON"[..], false)
+    );
+    assert!(sim.level(17), "the relay is on");
+
+    // The button (GPIO27) is an input: the pipeline's gpio.outputs policy refuses the write.
+    states
+        .client
+        .publish("covo/gw1/ha/button/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    let _echo = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        states.rx.recv_timeout(Duration::from_millis(700)).is_err(),
+        "no state for a refused write"
+    );
+    // (GPIO27 reads high: the sim's button has a pull-up; it was never driven.)
+    assert!(
+        sim.output_log(27).is_empty(),
+        "the refused pin was never driven"
+    );
+    assert_eq!(
+        sim.output_log(17).len(),
+        1,
+        "only the allowed write reached a pin"
+    );
+
+    // The ha_announce tool publishes one device's configs.
+    let v = rt
+        .call(
+            &covo::exec::Session::new("t", "test"),
+            covo::runtime::Via::Direct,
+            "ha_announce",
+            json!({"device": "climate", "name": "Greenhouse"}),
+        )
+        .unwrap();
+    assert_eq!(v["component"], "sensor");
+    let announced = collect(Duration::from_secs(2));
+    assert!(announced.contains_key(temp), "{v}");
+    assert_eq!(announced[temp]["name"], "Greenhouse temperature");
+    check_discovery(temp, &announced[temp]);
+    let e = rt.call(
+        &covo::exec::Session::new("t", "test"),
+        covo::runtime::Via::Direct,
+        "ha_announce",
+        json!({"device": "relay", "component": "sensor"}),
+    );
+    assert!(e.is_err(), "a relay is a switch");
+
+    stop.cancel();
+    daemon.join().unwrap();
+}
