@@ -109,6 +109,7 @@ fn main() {
             gateway_id: Some("bench".into()),
             prefix: None,
             call_timeout_ms: Some(10_000),
+            ..Default::default()
         }),
         ..Config::default()
     };

@@ -60,6 +60,7 @@ fn runtime(broker: &Mosquitto, timeout_ms: u64) -> Arc<Runtime> {
             gateway_id: Some("load".into()),
             prefix: None,
             call_timeout_ms: Some(timeout_ms),
+            ..Default::default()
         }),
         ..Config::default()
     };
