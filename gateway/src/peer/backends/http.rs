@@ -158,6 +158,48 @@ pub(super) fn status_error(tool: &str, shown: &str, resp: &Response) -> ToolErro
     }
 }
 
+/// An HTTP client for one backend call: the whole-request timeout, a bounded connect timeout,
+/// rustls on ring.
+pub(super) fn client(
+    tool: &str,
+    timeout: Duration,
+    user_agent: String,
+) -> Result<reqwest::Client, ToolError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .user_agent(user_agent)
+        .build()
+        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))
+}
+
+/// A transport failure (timeout, refused connection, …) as the error the model sees.
+pub(super) fn transport_error(
+    tool: &str,
+    shown: &str,
+    timeout: Duration,
+    e: reqwest::Error,
+    connect_hint: &str,
+    other_hint: &str,
+) -> ToolError {
+    let (message, hint) = if e.is_timeout() {
+        (
+            format!("{shown}: timed out after {:.1}s", timeout.as_secs_f64()),
+            "retry later or with a longer deadline",
+        )
+    } else if e.is_connect() {
+        (format!("{shown}: could not connect: {e}"), connect_hint)
+    } else {
+        (format!("{shown}: {e}"), other_hint)
+    };
+    ToolError::Failed {
+        tool: tool.into(),
+        message,
+        hint: Some(hint.into()),
+    }
+}
+
 /// The URL without its query (which may carry a key) for messages.
 fn redacted(url: &reqwest::Url) -> String {
     let mut u = url.clone();
@@ -170,33 +212,21 @@ async fn send_async(
     req: Request,
     timeout: Duration,
 ) -> Result<Response, ToolError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)))
-        .user_agent(format!("covo-peer/{}", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))?;
+    let client = client(
+        tool,
+        timeout,
+        format!("covo-peer/{}", env!("CARGO_PKG_VERSION")),
+    )?;
     let shown = redacted(&req.url);
     let transport = |e: reqwest::Error| {
-        let (message, hint) = if e.is_timeout() {
-            (
-                format!("{shown}: timed out after {:.1}s", timeout.as_secs_f64()),
-                "retry later or with a longer deadline",
-            )
-        } else if e.is_connect() {
-            (
-                format!("{shown}: could not connect: {e}"),
-                "check the URL in [peer.backends] and that the service is up",
-            )
-        } else {
-            (format!("{shown}: {e}"), "check the URL in [peer.backends]")
-        };
-        ToolError::Failed {
-            tool: tool.into(),
-            message,
-            hint: Some(hint.into()),
-        }
+        transport_error(
+            tool,
+            &shown,
+            timeout,
+            e,
+            "check the URL in [peer.backends] and that the service is up",
+            "check the URL in [peer.backends]",
+        )
     };
     let mut builder = client.request(req.method, req.url);
     for (k, v) in &req.headers {

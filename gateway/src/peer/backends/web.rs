@@ -88,33 +88,17 @@ async fn fetch(
     max_bytes: u64,
     user_agent: String,
 ) -> Result<Fetched, ToolError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)))
-        .user_agent(user_agent)
-        .build()
-        .map_err(|e| ToolError::failed(TOOL, format!("HTTP client: {e}")))?;
+    let client = super::http::client(TOOL, timeout, user_agent)?;
     let shown = url.to_string();
     let transport = |e: reqwest::Error| {
-        let (message, hint) = if e.is_timeout() {
-            (
-                format!("{shown}: timed out after {:.1}s", timeout.as_secs_f64()),
-                "retry later or with a longer deadline",
-            )
-        } else if e.is_connect() {
-            (
-                format!("{shown}: could not connect: {e}"),
-                "check the host name and that the site is up",
-            )
-        } else {
-            (format!("{shown}: {e}"), "check the URL")
-        };
-        ToolError::Failed {
-            tool: TOOL.into(),
-            message,
-            hint: Some(hint.into()),
-        }
+        super::http::transport_error(
+            TOOL,
+            &shown,
+            timeout,
+            e,
+            "check the host name and that the site is up",
+            "check the URL",
+        )
     };
     let mut resp = client.get(url.clone()).send().await.map_err(transport)?;
     let status = resp.status().as_u16();
