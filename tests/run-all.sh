@@ -14,28 +14,25 @@ fi
 
 # The firmware images build for their microcontrollers; the QEMU one runs in the tests.
 rustup target add thumbv7m-none-eabi thumbv6m-none-eabi
-if ! need qemu-system-arm; then
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq qemu-system-arm
-fi
-need qemu-system-arm || { echo "run-all: qemu-system-arm is missing and could not be installed" >&2; exit 1; }
 
-# The MQTT peer tests run a real mosquitto on 127.0.0.1 (Debian puts it in /usr/sbin).
-if ! need mosquitto && [ ! -x /usr/sbin/mosquitto ]; then
+# Debian packages the suites run for real: a command and the package that has it.
+# qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
+# the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
+# certificates; espeak-ng is the peer's local speech backend.
+have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
+missing=()
+for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
+            openssl:openssl espeak-ng:espeak-ng; do
+  have "${pair%%:*}" || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq mosquitto
+  $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-need mosquitto || [ -x /usr/sbin/mosquitto ] || { echo "run-all: mosquitto is missing and could not be installed" >&2; exit 1; }
-
-# The peer's local speech backend is tested for real.
-if ! need espeak-ng; then
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq espeak-ng
-fi
-need espeak-ng || { echo "run-all: espeak-ng is missing and could not be installed" >&2; exit 1; }
+for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng; do
+  have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
+done
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings

@@ -99,6 +99,7 @@ fn main() {
             url: broker.url(),
             id: "bench-peer".into(),
             prefix: "covo".into(),
+            auth: Default::default(),
         },
         Arc::new(Echo),
     )

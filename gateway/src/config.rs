@@ -108,8 +108,20 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct MqttConfig {
-    /// Broker URL, `mqtt://HOST:PORT` (default `mqtt://127.0.0.1:1883`); `$COVO_MQTT_URL` wins.
+    /// Broker URL, `mqtt://HOST:PORT` (default `mqtt://127.0.0.1:1883`), or `mqtts://HOST:PORT`
+    /// for TLS (default port 8883); `$COVO_MQTT_URL` wins.
     pub url: Option<String>,
+    /// User name for the broker's password authentication.
+    pub username: Option<String>,
+    /// Password for `username`; `$COVO_MQTT_PASSWORD` wins (keep secrets out of the file).
+    pub password: Option<String>,
+    /// With `mqtts://`: PEM file of the CA(s) that signed the broker's certificate. Default:
+    /// the system's trusted roots.
+    pub ca_file: Option<PathBuf>,
+    /// With `mqtts://`: PEM client certificate chain, for brokers that require one.
+    pub client_cert_file: Option<PathBuf>,
+    /// With `mqtts://`: PEM private key of `client_cert_file`.
+    pub client_key_file: Option<PathBuf>,
     /// This gateway's id in topics (default: the host name).
     pub gateway_id: Option<String>,
     /// Topic prefix (default `covo`).
@@ -129,6 +141,20 @@ impl MqttConfig {
             .filter(|v| !v.is_empty())
             .or_else(|| self.url.clone())
             .unwrap_or_else(|| "mqtt://127.0.0.1:1883".into())
+    }
+
+    /// How to authenticate and encrypt: credentials (`$COVO_MQTT_PASSWORD` wins) and TLS files.
+    pub fn auth(&self) -> crate::peer::mqtt::BrokerAuth {
+        crate::peer::mqtt::BrokerAuth {
+            username: self.username.clone(),
+            password: std::env::var("COVO_MQTT_PASSWORD")
+                .ok()
+                .filter(|v| !v.is_empty())
+                .or_else(|| self.password.clone()),
+            ca_file: self.ca_file.clone(),
+            client_cert_file: self.client_cert_file.clone(),
+            client_key_file: self.client_key_file.clone(),
+        }
     }
 
     /// The topic prefix.
@@ -179,6 +205,18 @@ pub struct RunConfig {
     /// With MQTT on, declared sensors without `sample_interval_secs` are sampled (and their
     /// telemetry published) this often, in seconds (default 60).
     pub telemetry_secs: Option<u64>,
+}
+
+/// `[swarm]`: what this gateway lets other gateways on the broker call (`swarm_call`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmConfig {
+    /// Whether `covo run` answers swarm calls at all (default `true` when `[mqtt]` is set).
+    pub serve: Option<bool>,
+    /// Tool names or globs (`sensor_*`) other gateways may call here. Default: every owned
+    /// tool whose effect is `read`. Calls still pass this gateway's whole pipeline: schema,
+    /// board policy, approval. `swarm_*` and `tool_call` are never served.
+    pub expose: Option<Vec<String>>,
 }
 
 /// `[notify]`: where `notify` sends alerts besides the MQTT topic.
@@ -233,6 +271,9 @@ pub struct Config {
     /// The `notify` tool's channels.
     #[serde(default)]
     pub notify: NotifyConfig,
+    /// What other gateways may call here.
+    #[serde(default)]
+    pub swarm: SwarmConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

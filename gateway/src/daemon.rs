@@ -157,13 +157,29 @@ pub async fn serve(
         None
     };
     let topics = link.map(|l| RunTopics::new(l.prefix(), l.gateway_id()));
+    let swarm_topic = link
+        .filter(|_| rt.config().swarm.serve.unwrap_or(true))
+        .map(|l| crate::peer::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
+    let swarm = Arc::new(crate::swarm::SwarmServer::new());
+    let swarm_session = Arc::new(match swarm_topic {
+        Some(_) => agent::new_session(&rt, "swarm", "swarm calls"),
+        None => crate::exec::Session::new("swarm", "swarm"),
+    });
     if let (Some(l), Some(t)) = (link, &topics) {
         let ha = ha_topics(l);
+        if swarm_topic.is_some() {
+            let served = rt.swarm_served();
+            eprintln!("covo run: serving {} tool(s) to the swarm", served.len());
+            l.set_served(served);
+        }
         for f in [
             t.chat_in(),
             ha.set_filter(),
             crate::ha::HA_STATUS.to_string(),
-        ] {
+        ]
+        .into_iter()
+        .chain(swarm_topic.clone())
+        {
             let (id, r) = l.subscribe(&f).map_err(anyhow::Error::msg)?;
             subs.push(id);
             forward(r, tx.clone());
@@ -194,7 +210,17 @@ pub async fn serve(
             m = rx.recv() => {
                 let (Some(m), Some(l), Some(t)) = (m, link, &topics) else { continue };
                 let ha = ha_topics(l);
-                if m.topic == t.chat_in() {
+                if Some(&m.topic) == swarm_topic.as_ref() {
+                    if let crate::swarm::Admission::Run(req, reply) = swarm.admit(l, &m) {
+                        let (rt2, swarm2, session) = (rt.clone(), swarm.clone(), swarm_session.clone());
+                        // Runs beside the loop; a slow tool does not hold up chat or telemetry.
+                        tokio::task::spawn_blocking(move || {
+                            if let Some(l) = rt2.peer_link() {
+                                swarm2.run(&rt2, l, &session, req, reply);
+                            }
+                        });
+                    }
+                } else if m.topic == t.chat_in() {
                     chat(&rt, &model, l, t, &mut agents, &m, &stop).await;
                 } else if m.topic == crate::ha::HA_STATUS {
                     if m.payload == b"online" {

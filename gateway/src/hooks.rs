@@ -166,7 +166,7 @@ impl Hook for PolicyHook {
         call: &ToolInvocation<'_>,
     ) -> Result<(), ToolError> {
         for p in &self.policies {
-            p.check(call.spec, call.args)
+            p.check_from(call.spec, call.args, call.via)
                 .map_err(|r| ToolError::PolicyRefused {
                     tool: call.spec.name.into(),
                     rule: r.rule,

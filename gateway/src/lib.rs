@@ -18,6 +18,7 @@
 //! - `error`: respond-to-model errors and fatal errors.
 //! - `watch`: sensor watch rules (a pure state machine) and their evaluation on new readings.
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
+//! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
 //! - `user_io`: the terminal as a channel.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -38,6 +39,7 @@ pub mod profile;
 pub mod runtime;
 pub mod spec;
 pub mod store;
+pub mod swarm;
 pub mod tools;
 pub mod toolset;
 pub mod user_io;

@@ -66,6 +66,73 @@ pub struct Refusal {
 pub trait Policy: Send + Sync {
     /// `Err` refuses the call.
     fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal>;
+
+    /// Like [`Policy::check`], for a policy that also depends on where the call came from.
+    fn check_from(&self, spec: &ToolSpec, args: &Value, _via: Via) -> Result<(), Refusal> {
+        self.check(spec, args)
+    }
+}
+
+/// Tools never served to other gateways: the swarm tools (no relaying through a member) and
+/// `tool_call` (its inner call is checked on its own anyway).
+const NEVER_SERVED: &[&str] = &[
+    "swarm_members",
+    "swarm_call",
+    "swarm_broadcast",
+    "tool_call",
+];
+
+/// `[swarm] expose`: calls from other gateways (`Via::Remote`) may only run exposed tools.
+/// Local calls are not affected.
+pub struct SwarmExpose {
+    /// Name globs; `None` exposes every `read` tool.
+    pub expose: Option<Vec<String>>,
+}
+
+impl SwarmExpose {
+    /// Whether another gateway may call `spec` here.
+    pub fn exposes(&self, spec: &ToolSpec) -> bool {
+        if NEVER_SERVED.contains(&spec.name) {
+            return false;
+        }
+        match &self.expose {
+            None => spec.effect == Effect::Read,
+            Some(globs) => globs
+                .iter()
+                .any(|g| wildmatch::WildMatch::new(g).matches(spec.name)),
+        }
+    }
+}
+
+impl Policy for SwarmExpose {
+    fn check(&self, _spec: &ToolSpec, _args: &Value) -> Result<(), Refusal> {
+        Ok(())
+    }
+
+    fn check_from(&self, spec: &ToolSpec, _args: &Value, via: Via) -> Result<(), Refusal> {
+        if via != Via::Remote || self.exposes(spec) {
+            return Ok(());
+        }
+        Err(Refusal {
+            rule: "swarm.expose".into(),
+            detail: match &self.expose {
+                None => format!(
+                    "other gateways may call only read tools here, and '{}' is not one; \
+                     [swarm] expose lists what they may call",
+                    spec.name
+                ),
+                Some(globs) => format!(
+                    "'{}' matches none of [swarm] expose ({})",
+                    spec.name,
+                    if globs.is_empty() {
+                        "empty".into()
+                    } else {
+                        globs.join(", ")
+                    }
+                ),
+            },
+        })
+    }
 }
 
 /// The gateway-wide read-only switch: refuses every tool whose effect is not `read`.
@@ -269,6 +336,9 @@ impl Runtime {
                 .map(|m| m.publish_allow.clone())
                 .unwrap_or_default(),
         }));
+        policies.push(Box::new(SwarmExpose {
+            expose: opts.config.swarm.expose.clone(),
+        }));
         policies.push(Box::new(BoardPolicyCheck {
             board: board.clone(),
         }));
@@ -390,7 +460,9 @@ impl Runtime {
         if !av.available {
             return av;
         }
-        if def.spec.toolset == "mqtt" && self.config.mqtt.is_none() {
+        if (def.spec.toolset == "mqtt" || def.spec.name.starts_with("swarm_"))
+            && self.config.mqtt.is_none()
+        {
             return Availability::no("no MQTT broker configured");
         }
         if def.spec.name == "notify"
@@ -403,6 +475,22 @@ impl Runtime {
             Some(reason) => Availability::no(reason),
             None => av,
         }
+    }
+
+    /// The tools other gateways may call here (`[swarm] expose`, owned, running locally and
+    /// available now), in catalog order: what this gateway's birth advertises.
+    pub fn swarm_served(&self) -> Vec<String> {
+        let expose = SwarmExpose {
+            expose: self.config.swarm.expose.clone(),
+        };
+        self.owned
+            .tools
+            .iter()
+            .filter(|d| matches!(d.exec, Exec::Local(_)))
+            .filter(|d| expose.exposes(&d.spec))
+            .filter(|d| self.availability(d).available)
+            .map(|d| d.spec.name.to_string())
+            .collect()
     }
 
     /// The board.

@@ -12,7 +12,7 @@ use covo::peer::protocol::{Request, Response, Topics};
 use covo::peer::server::{PeerServer, ServerOptions, ToolHost};
 use covo::runtime::{Runtime, RuntimeOptions, Via};
 use covo::store::Store;
-use covo_tests::broker::Mosquitto;
+use covo_tests::broker::{Mosquitto, Setup};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,6 +69,7 @@ fn peer(broker: &Mosquitto, id: &str, host: Arc<TestHost>) -> PeerServer {
         url: broker.url(),
         id: id.into(),
         prefix: "covo".into(),
+        auth: Default::default(),
     };
     PeerServer::start(&opts, host).unwrap()
 }
@@ -633,4 +634,106 @@ fn the_real_covo_peer_runs_code_and_plots_for_a_gateway_over_the_broker() {
     assert_eq!(plot["artifact"]["content_type"], "image/png");
     let _ = peer.kill();
     let _ = peer.wait();
+}
+
+/// A gateway and a peer on a broker with `setup`, each with its own credentials; the
+/// gateway's `[mqtt]` gets `tweak` applied.
+fn secured(
+    broker: &Mosquitto,
+    tweak: impl FnOnce(&mut MqttConfig),
+) -> (Runtime, PeerServer, Arc<TestHost>) {
+    let host = TestHost::new(Duration::ZERO);
+    let opts = ServerOptions {
+        url: broker.url(),
+        id: "p-secure".into(),
+        prefix: "covo".into(),
+        auth: covo::peer::mqtt::BrokerAuth {
+            username: Some("peer".into()),
+            password: Some("peer-secret".into()),
+            ca_file: broker.ca_file(),
+            ..Default::default()
+        },
+    };
+    let server = PeerServer::start(&opts, host.clone()).unwrap();
+    let mut cfg = MqttConfig {
+        username: Some("gw1".into()),
+        password: Some("gw-secret".into()),
+        ca_file: broker.ca_file(),
+        ..mqtt(broker, Some(5000))
+    };
+    tweak(&mut cfg);
+    let rt = runtime(Config {
+        mqtt: Some(cfg),
+        ..Config::default()
+    });
+    (rt, server, host)
+}
+
+fn users() -> Vec<(String, String)> {
+    vec![
+        ("gw1".into(), "gw-secret".into()),
+        ("peer".into(), "peer-secret".into()),
+    ]
+}
+
+#[test]
+fn with_broker_passwords_the_right_credentials_connect_and_wrong_ones_say_why() {
+    let broker = Mosquitto::start_with(&Setup {
+        users: users(),
+        tls: false,
+    });
+    let (rt, _server, host) = secured(&broker, |_| {});
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_for("plot_series", true, Duration::from_secs(5)));
+    let v = rt
+        .call(&session(), Via::Direct, "plot_series", plot_args())
+        .unwrap();
+    assert_eq!(v["tool"], "plot_series");
+    assert_eq!(host.count(), 1);
+
+    let (bad, _server2, _) = secured(&broker, |c| c.password = Some("wrong".into()));
+    let link = bad.peer_link().unwrap();
+    assert!(!link.wait_for("plot_series", true, Duration::from_secs(1)));
+    assert!(!link.is_connected());
+    let (ok, reason) = available(&bad, "plot_series");
+    assert!(!ok);
+    let reason = reason.unwrap();
+    assert!(reason.contains("user name or password"), "{reason}");
+
+    let (anon, _server3, _) = secured(&broker, |c| {
+        c.username = None;
+        c.password = None;
+    });
+    let (ok, reason) = available(&anon, "plot_series");
+    assert!(!ok, "anonymous clients are refused");
+    assert!(reason.unwrap().contains("not connected"));
+}
+
+#[test]
+fn over_tls_with_the_brokers_ca_calls_round_trip_and_an_untrusted_broker_is_refused() {
+    let broker = Mosquitto::start_with(&Setup {
+        users: users(),
+        tls: true,
+    });
+    assert!(broker.url().starts_with("mqtts://"));
+    let (rt, _server, host) = secured(&broker, |_| {});
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_for("plot_series", true, Duration::from_secs(5)));
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "code_run",
+            json!({"language": "shell", "code": "true"}),
+        )
+        .unwrap();
+    assert_eq!(v["tool"], "code_run");
+    assert_eq!(host.count(), 1);
+
+    // Without the test CA, the system roots do not trust the broker's certificate.
+    let (untrusting, _server2, _) = secured(&broker, |c| c.ca_file = None);
+    let link = untrusting.peer_link().unwrap();
+    assert!(!link.wait_for("plot_series", true, Duration::from_secs(1)));
+    let err = link.connection_error().unwrap_or_default();
+    assert!(err.contains("TLS") || err.contains("certificate"), "{err}");
 }

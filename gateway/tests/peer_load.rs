@@ -49,6 +49,7 @@ fn peer(broker: &Mosquitto, id: &str, h: Arc<Host>) -> PeerServer {
         url: broker.url(),
         id: id.into(),
         prefix: "covo".into(),
+        auth: Default::default(),
     };
     PeerServer::start(&opts, h).unwrap()
 }

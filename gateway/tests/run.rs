@@ -176,6 +176,24 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
     assert!(out["usage"].is_object(), "{out}");
     assert_eq!(srv.requests().len(), 2);
 
+    // The daemon (re-)announces itself with the tools it serves to the swarm.
+    let mut latest = birth.clone();
+    while latest["tools"].as_array().is_none_or(|t| t.is_empty()) {
+        latest = status
+            .next_on("covo/gateways/gw1/status", Duration::from_secs(5))
+            .expect("a birth listing the served tools")
+            .0;
+        assert_eq!(latest["status"], "online", "{latest}");
+    }
+    assert!(
+        latest["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "sensor_read"),
+        "{latest}"
+    );
+
     // A clean stop publishes `offline` itself.
     let (code, err) = terminate(child);
     assert_eq!(code, Some(0), "stderr: {err}");
@@ -655,4 +673,282 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
 
     stop.cancel();
     daemon.join().unwrap();
+}
+
+/// Polls `swarm_members` on `rt` until every id in `ids` is online with tools.
+fn wait_for_members(rt: &covo::runtime::Runtime, s: &covo::exec::Session, ids: &[&str]) -> Value {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let v = rt
+            .call(s, covo::runtime::Via::Direct, "swarm_members", json!({}))
+            .unwrap();
+        let ready = ids.iter().all(|id| {
+            v["members"].as_array().unwrap().iter().any(|m| {
+                m["gateway"] == *id
+                    && m["online"] == true
+                    && !m["tools"].as_array().unwrap().is_empty()
+            })
+        });
+        if ready {
+            return v;
+        }
+        assert!(Instant::now() < end, "members never came online: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn audit_count(home: &std::path::Path, via: &str, tool: &str) -> i64 {
+    let store = covo::store::Store::open_in(home).unwrap();
+    let conn = store.conn();
+    conn.query_row(
+        "SELECT count(*) FROM audit WHERE via = ?1 AND tool = ?2",
+        [via, tool],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
+    let broker = Mosquitto::start();
+    // Two gateways run `covo run` on the sim board. gw-b exposes a write tool (gpio_write),
+    // which its board policy still limits to the relay pin.
+    let dir_b = tempfile::tempdir().unwrap();
+    let dir_c = tempfile::tempdir().unwrap();
+    let cfg = |id: &str, expose: &str| {
+        format!(
+            "[mqtt]\nurl = \"{}\"\ngateway_id = \"{id}\"\n[run]\ntelemetry_secs = 3600\n{expose}",
+            broker.url()
+        )
+    };
+    let b = covo(
+        dir_b.path(),
+        &cfg(
+            "gw-b",
+            "[swarm]\nexpose = [\"sensor_read\", \"board_info\", \"gpio_write\"]\n",
+        ),
+    )
+    .args(["run", "--profile", "full"])
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let c = covo(dir_c.path(), &cfg("gw-c", ""))
+        .args(["run", "--profile", "full"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // The caller: an in-process gateway on the same broker.
+    let mut config = covo::config::Config::default();
+    config.mqtt = Some(covo::config::MqttConfig {
+        url: Some(broker.url()),
+        gateway_id: Some("gw-a".into()),
+        ..Default::default()
+    });
+    let rt = covo::runtime::Runtime::new(covo::runtime::RuntimeOptions::new(config))
+        .unwrap()
+        .with_store(covo::store::Store::in_memory().unwrap());
+    let s = covo::exec::Session::new("t", "test");
+    let members = wait_for_members(&rt, &s, &["gw-b", "gw-c"]);
+    assert_eq!(members["self"], "gw-a");
+    let tools_of = |id: &str| -> Vec<String> {
+        members["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["gateway"] == id)
+            .unwrap()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        tools_of("gw-b"),
+        ["board_info", "gpio_write", "sensor_read"]
+    );
+    // By default a gateway serves its read tools, and never the swarm tools or tool_call.
+    let c_tools = tools_of("gw-c");
+    assert!(c_tools.contains(&"sensor_read".to_string()), "{c_tools:?}");
+    assert!(!c_tools.contains(&"gpio_write".to_string()));
+    assert!(!c_tools
+        .iter()
+        .any(|t| t.starts_with("swarm_") || t == "tool_call"));
+
+    // A read on gw-b returns gw-b's sensor reading.
+    let r = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-b", "tool": "sensor_read", "arguments": {"sensor": "climate"}}),
+        )
+        .unwrap();
+    assert_eq!(r["gateway"], "gw-b");
+    let readings = r["result"]["readings"].as_array().expect("readings");
+    let t = readings
+        .iter()
+        .find(|q| q["quantity"] == "temperature")
+        .unwrap();
+    assert!((0.0..50.0).contains(&t["value"].as_f64().unwrap()), "{r}");
+
+    // gw-b's board policy applies to calls from the swarm: GPIO5 is not an output there...
+    let err = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-b", "tool": "gpio_write", "arguments": {"pin": 5, "level": 1}}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("gpio.outputs"), "{err}");
+    // ...and the relay (GPIO17) is.
+    rt.call(
+        &s,
+        covo::runtime::Via::Direct,
+        "swarm_call",
+        json!({"gateway": "gw-b", "tool": "gpio_write", "arguments": {"pin": 17, "level": 1}}),
+    )
+    .unwrap();
+    // gw-b's schema validation applies too.
+    let err = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-b", "tool": "sensor_read", "arguments": {"sensor": 3}}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("invalid_arguments"), "{err}");
+
+    // The caller refuses tools a member does not serve, naming what it does serve...
+    let err = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-c", "tool": "gpio_write", "arguments": {"pin": 17, "level": 0}}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not serve"), "{err}");
+    // ...and a caller that skips that check is refused by the target's own policy.
+    let link = rt.peer_link().unwrap();
+    let err = link
+        .swarm_call(
+            "gw-c",
+            "gpio_write",
+            json!({"pin": 17, "level": 0}),
+            Duration::from_secs(5),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("swarm.expose"), "{err}");
+    let err = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-z", "tool": "board_info"}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("gw-b") && err.contains("gw-c"),
+        "lists the members: {err}"
+    );
+
+    // A broadcast gathers both answers before the deadline.
+    let r = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_broadcast",
+            json!({"tool": "board_info", "timeout_ms": 5000}),
+        )
+        .unwrap();
+    assert_eq!(r["asked"], 2, "{r}");
+    assert_eq!(r["answered"], 2, "{r}");
+    assert_eq!(r["results"]["gw-b"]["ok"], true, "{r}");
+    assert_eq!(r["results"]["gw-c"]["ok"], true, "{r}");
+    let r = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_broadcast",
+            json!({"tool": "gpio_write", "arguments": {"pin": 17, "level": 0}}),
+        )
+        .unwrap();
+    assert_eq!(r["asked"], 1, "{r}");
+    assert_eq!(r["not_serving"], json!(["gw-c"]), "{r}");
+
+    // A QoS 1 redelivery (the same call id twice) runs once and is answered twice.
+    let obs = raw(broker.port(), "covo/gw-x/swarm/res");
+    let req = json!({"call_id": "dup-1", "tool": "gpio_write", "args": {"pin": 17, "level": 1},
+                     "gateway": "gw-x", "deadline_ms": 5000});
+    let before = audit_count(&dir_b.path().join("home"), "remote", "gpio_write");
+    for _ in 0..2 {
+        let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+            response_topic: Some("covo/gw-x/swarm/res".into()),
+            correlation_data: Some("dup-1".into()),
+            ..Default::default()
+        };
+        obs.client
+            .publish_with_properties(
+                "covo/gw-b/swarm/req",
+                QoS::AtLeastOnce,
+                false,
+                req.to_string(),
+                props,
+            )
+            .unwrap();
+        let (resp, _) = obs
+            .next_on("covo/gw-x/swarm/res", Duration::from_secs(5))
+            .expect("answer");
+        assert_eq!(resp["call_id"], "dup-1");
+        assert_eq!(resp["ok"], true, "{resp}");
+    }
+    let after = audit_count(&dir_b.path().join("home"), "remote", "gpio_write");
+    assert_eq!(after - before, 1, "the redelivered call ran once");
+
+    // gw-b goes away: its Will-less clean stop says offline, and the caller sees it.
+    let (code, err) = terminate(b);
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let v = rt
+            .call(
+                &s,
+                covo::runtime::Via::Direct,
+                "swarm_members",
+                json!({"online_only": true}),
+            )
+            .unwrap();
+        if v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["gateway"] != "gw-b")
+        {
+            break;
+        }
+        assert!(Instant::now() < end, "gw-b still listed online: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let err = rt
+        .call(
+            &s,
+            covo::runtime::Via::Direct,
+            "swarm_call",
+            json!({"gateway": "gw-b", "tool": "board_info"}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("offline"), "{err}");
+    let (code, err) = terminate(c);
+    assert_eq!(code, Some(0), "stderr: {err}");
 }

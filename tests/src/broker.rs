@@ -3,6 +3,10 @@
 //! anonymous access and no persistence, from a config file in a fresh temporary folder, and kills
 //! it on drop. It writes no pid file (mosquitto as root drops to user `mosquitto` before writing
 //! one). A missing mosquitto is a loud failure, never a skip: `tests/run-all.sh` installs it.
+//!
+//! `Mosquitto::start_with` adds password authentication (a `mosquitto_passwd` file, anonymous
+//! access off) and/or TLS (a throwaway CA and a server certificate for 127.0.0.1, made with the
+//! `openssl` command).
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -14,6 +18,75 @@ pub struct Mosquitto {
     child: Child,
     port: u16,
     dir: PathBuf,
+    tls: bool,
+}
+
+/// How to set a broker up beyond the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Users and passwords; when non-empty, anonymous clients are refused.
+    pub users: Vec<(String, String)>,
+    /// Serve MQTT over TLS only (`mqtts://`), with a certificate for 127.0.0.1.
+    pub tls: bool,
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (tests/run-all.sh installs it)"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA (`ca.crt`) and a server certificate for 127.0.0.1/localhost signed by it.
+fn make_certs(dir: &std::path::Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    run(Command::new("openssl")
+        .current_dir(dir)
+        .args(["req", "-x509"])
+        .args(ec)
+        .args(["-keyout", "ca.key", "-out", "ca.crt", "-days", "2"])
+        .args(["-subj", "/CN=covo test CA"]));
+    run(Command::new("openssl")
+        .current_dir(dir)
+        .arg("req")
+        .args(ec)
+        .args(["-keyout", "server.key", "-out", "server.csr"])
+        .args(["-subj", "/CN=127.0.0.1"]));
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n\
+         basicConstraints=CA:FALSE\n",
+    )
+    .expect("write server.ext");
+    run(Command::new("openssl")
+        .current_dir(dir)
+        .args([
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+        ])
+        .args(["-CAcreateserial", "-out", "server.crt", "-days", "2"])
+        .args(["-extfile", "server.ext"]));
+    // mosquitto may read them after dropping to its own user.
+    for f in ["server.key", "server.crt", "ca.crt"] {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644));
+    }
 }
 
 fn spawn(bin: &std::path::Path, dir: &std::path::Path) -> Child {
@@ -52,6 +125,11 @@ fn binary() -> PathBuf {
 impl Mosquitto {
     /// Starts a broker and waits until it accepts connections.
     pub fn start() -> Mosquitto {
+        Self::start_with(&Setup::default())
+    }
+
+    /// Starts a broker with authentication and/or TLS.
+    pub fn start_with(setup: &Setup) -> Mosquitto {
         let bin = binary();
         for _attempt in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")
@@ -64,14 +142,36 @@ impl Mosquitto {
                 .join(format!("covo-mosquitto-{}-{port}-{n}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("temp folder");
             let conf = dir.join("mosquitto.conf");
-            std::fs::write(
-                &conf,
-                format!(
-                    "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n\
-                     set_tcp_nodelay true\nmax_packet_size 2000000\nlog_dest stderr\n"
-                ),
-            )
-            .expect("write mosquitto.conf");
+            let mut text = format!(
+                "listener {port} 127.0.0.1\npersistence false\n\
+                 set_tcp_nodelay true\nmax_packet_size 2000000\nlog_dest stderr\n"
+            );
+            if setup.users.is_empty() {
+                text.push_str("allow_anonymous true\n");
+            } else {
+                let file = dir.join("passwd");
+                for (i, (user, pass)) in setup.users.iter().enumerate() {
+                    let mut c = Command::new("mosquitto_passwd");
+                    if i == 0 {
+                        c.arg("-c");
+                    }
+                    run(c.arg("-b").arg(&file).arg(user).arg(pass));
+                }
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644));
+                text.push_str(&format!(
+                    "allow_anonymous false\npassword_file {}\n",
+                    file.display()
+                ));
+            }
+            if setup.tls {
+                make_certs(&dir);
+                text.push_str(&format!(
+                    "cafile {0}/ca.crt\ncertfile {0}/server.crt\nkeyfile {0}/server.key\n",
+                    dir.display()
+                ));
+            }
+            std::fs::write(&conf, text).expect("write mosquitto.conf");
             let mut child = spawn(&bin, &dir);
             let end = Instant::now() + Duration::from_secs(10);
             while Instant::now() < end {
@@ -79,7 +179,12 @@ impl Mosquitto {
                     break; // port taken meanwhile, or a config problem: try again
                 }
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Mosquitto { child, port, dir };
+                    return Mosquitto {
+                        child,
+                        port,
+                        dir,
+                        tls: setup.tls,
+                    };
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -125,9 +230,15 @@ impl Mosquitto {
         self.port
     }
 
-    /// `mqtt://127.0.0.1:PORT`.
+    /// `mqtt://127.0.0.1:PORT`, or `mqtts://` with TLS.
     pub fn url(&self) -> String {
-        format!("mqtt://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "mqtts" } else { "mqtt" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// The CA certificate (PEM) that signed the broker's certificate, with TLS.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.tls.then(|| self.dir.join("ca.crt"))
     }
 }
 

@@ -1,5 +1,6 @@
-//! The MQTT transport: rumqttc's v5 client (no TLS yet: built with `default-features = false`),
-//! TCP_NODELAY, a 1 MiB packet limit, a bounded request queue, and an event loop driven on its
+//! The MQTT transport: rumqttc's v5 client, TCP_NODELAY, optional username/password and TLS
+//! (`mqtts://`, rustls on ring, the system roots or a CA file, optional client certificate),
+//! a 1 MiB packet limit, a bounded request queue, and an event loop driven on its
 //! own thread with its own small tokio runtime. rumqttc neither backs off nor resubscribes, so
 //! the driver here does both: exponential backoff with jitter between failed connection
 //! attempts, and every `ConnAck` resubscribes and republishes the birth. Nothing ever
@@ -7,7 +8,8 @@
 //! full): the poll task only uses `try_*`, other threads may block.
 //!
 //! [`PeerLink`] is the gateway side: it tracks the retained peer births (which tools are served
-//! right now) and forwards calls.
+//! right now) and forwards calls. It also tracks the other gateways' births (the swarm) and
+//! sends them swarm calls the same way.
 
 use super::protocol::{self, Request, Response, Status, Topics};
 use crate::config::MqttConfig;
@@ -18,7 +20,7 @@ use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
 use rumqttc::NetworkOptions;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -30,14 +32,35 @@ pub const QUEUE: usize = 64;
 /// The default time a peer call waits for its answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// `mqtt://HOST:PORT` (or `tcp://`, or bare `HOST:PORT`) → host and port (default 1883).
-pub fn parse_url(url: &str) -> Result<(String, u16), String> {
-    let rest = url
-        .strip_prefix("mqtt://")
-        .or_else(|| url.strip_prefix("tcp://"))
-        .unwrap_or(url);
-    if url.starts_with("mqtts://") || url.starts_with("ssl://") {
-        return Err(format!("{url}: TLS is not supported yet; use mqtt://"));
+/// A broker address: host, port, and whether it speaks TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerAddr {
+    /// Host name or IP.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// `mqtts://` (or `ssl://`).
+    pub tls: bool,
+}
+
+/// `mqtt://HOST:PORT` (or `tcp://`, or bare `HOST:PORT`; default port 1883) or
+/// `mqtts://HOST:PORT` (or `ssl://`; default port 8883).
+pub fn parse_url(url: &str) -> Result<BrokerAddr, String> {
+    let (rest, tls) = if let Some(r) = url
+        .strip_prefix("mqtts://")
+        .or_else(|| url.strip_prefix("ssl://"))
+    {
+        (r, true)
+    } else {
+        (
+            url.strip_prefix("mqtt://")
+                .or_else(|| url.strip_prefix("tcp://"))
+                .unwrap_or(url),
+            false,
+        )
+    };
+    if rest.contains("://") {
+        return Err(format!("{url}: unknown scheme; use mqtt:// or mqtts://"));
     }
     let rest = rest.trim_end_matches('/');
     let (host, port) = match rest.rsplit_once(':') {
@@ -46,18 +69,115 @@ pub fn parse_url(url: &str) -> Result<(String, u16), String> {
             p.parse::<u16>()
                 .map_err(|_| format!("{url}: bad port '{p}'"))?,
         ),
-        None => (rest, 1883),
+        None => (rest, if tls { 8883 } else { 1883 }),
     };
     if host.is_empty() {
         return Err(format!("{url}: no host"));
     }
-    Ok((host.to_string(), port))
+    Ok(BrokerAddr {
+        host: host.to_string(),
+        port,
+        tls,
+    })
 }
 
-/// Client options shared by both sides: NODELAY, packet size, queue, Will.
-pub(crate) fn options(url: &str, client_id: &str, will: LastWill) -> Result<MqttOptions, String> {
-    let (host, port) = parse_url(url)?;
-    let mut o = MqttOptions::new(client_id, host, port);
+/// Credentials and TLS files for the broker (`[mqtt]` username, password, ca_file, …).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrokerAuth {
+    /// User name (MQTT CONNECT).
+    pub username: Option<String>,
+    /// Password (MQTT CONNECT); needs `username`.
+    pub password: Option<String>,
+    /// PEM CA file that signed the broker's certificate (TLS); default: the system roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// PEM client certificate chain (TLS).
+    pub client_cert_file: Option<std::path::PathBuf>,
+    /// PEM private key of the client certificate (TLS).
+    pub client_key_file: Option<std::path::PathBuf>,
+}
+
+/// The rustls client configuration for `mqtts://`: ring, the CA file or the system roots,
+/// and the client certificate when both its files are given.
+fn tls_config(auth: &BrokerAuth) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let mut roots = rustls::RootCertStore::empty();
+    match &auth.ca_file {
+        Some(path) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect())
+                .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "ca_file {}: no PEM certificate in it",
+                    path.display()
+                ));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            for c in found.certs {
+                let _ = roots.add(c);
+            }
+            if roots.is_empty() {
+                return Err(
+                    "no trusted root certificates on this system; set [mqtt] ca_file".into(),
+                );
+            }
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots);
+    match (&auth.client_cert_file, &auth.client_key_file) {
+        (Some(cert), Some(key)) => {
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .and_then(|it| it.collect())
+                .map_err(|e| format!("client_cert_file {}: {e}", cert.display()))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("client_key_file {}: {e}", key.display()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("client certificate: {e}"))
+        }
+        (None, None) => Ok(builder.with_no_client_auth()),
+        _ => Err("client_cert_file and client_key_file go together".into()),
+    }
+}
+
+/// Client options shared by both sides: NODELAY, credentials, TLS, packet size, queue, Will.
+pub(crate) fn options(
+    url: &str,
+    auth: &BrokerAuth,
+    client_id: &str,
+    will: LastWill,
+) -> Result<MqttOptions, String> {
+    let addr = parse_url(url)?;
+    let mut o = MqttOptions::new(client_id, addr.host, addr.port);
+    if addr.tls {
+        o.set_transport(rumqttc::Transport::tls_with_config(
+            rumqttc::TlsConfiguration::Rustls(Arc::new(tls_config(auth)?)),
+        ));
+    } else if auth.ca_file.is_some() || auth.client_cert_file.is_some() {
+        return Err(format!(
+            "{url}: TLS files are set but the URL is not mqtts://"
+        ));
+    }
+    match (&auth.username, &auth.password) {
+        (Some(u), p) => {
+            o.set_credentials(u.clone(), p.clone().unwrap_or_default());
+        }
+        (None, Some(_)) => return Err("[mqtt] password is set without a username".into()),
+        (None, None) => {}
+    }
     o.set_keep_alive(Duration::from_secs(15))
         .set_clean_start(true)
         .set_max_packet_size(Some(MAX_PACKET))
@@ -85,8 +205,8 @@ pub(crate) trait Handler: Send + 'static {
     fn subscribed(&mut self, _client: &AsyncClient) {}
     /// An incoming publish.
     fn publish(&mut self, client: &AsyncClient, p: Publish);
-    /// The connection dropped (or failed to come up).
-    fn disconnected(&mut self) {}
+    /// The connection dropped (or failed to come up), with rumqttc's reason.
+    fn disconnected(&mut self, _reason: &str) {}
 }
 
 /// How the driver thread should end.
@@ -144,7 +264,7 @@ pub(crate) fn spawn_driver<H: Handler>(
                             Ok(Event::Incoming(Packet::Publish(p))) => handler.publish(&client, p),
                             Ok(_) => {}
                             Err(e) => {
-                                handler.disconnected();
+                                handler.disconnected(&describe(&e));
                                 failures = failures.saturating_add(1);
                                 let wait = backoff(failures);
                                 tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "MQTT connection lost");
@@ -189,6 +309,25 @@ struct State {
     /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
     subs: Vec<(u64, String, mpsc::Sender<Message>)>,
     next_sub: u64,
+    /// The other gateways on the broker, from their retained status, by id.
+    gateways: BTreeMap<String, Member>,
+    /// The tools this gateway serves to the swarm (listed in its birth).
+    served: Vec<String>,
+    /// Why the last connection attempt failed or dropped.
+    last_error: Option<String>,
+}
+
+/// Another gateway on the same broker, as its latest retained status describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    /// Its gateway id.
+    pub id: String,
+    /// Whether its latest status is `online` (a Will or a clean shutdown says `offline`).
+    pub online: bool,
+    /// The tools it serves to the swarm (empty while offline, or when it serves none).
+    pub tools: Vec<String>,
+    /// When this gateway learned that status, in Unix seconds.
+    pub since_unix: u64,
 }
 
 /// A message delivered to a local subscriber.
@@ -200,6 +339,10 @@ pub struct Message {
     pub payload: Vec<u8>,
     /// Whether the broker delivered it as a retained message.
     pub retain: bool,
+    /// The MQTT 5 response topic, when the sender asked for an answer.
+    pub response_topic: Option<String>,
+    /// The MQTT 5 correlation data that goes back with the answer.
+    pub correlation: Option<Vec<u8>>,
 }
 
 impl Message {
@@ -251,16 +394,18 @@ impl Handler for GatewayHandler {
     fn connected(&mut self, client: &AsyncClient) {
         let subs = [
             self.topics.all_peer_status(),
+            self.topics.all_gateway_status(),
             self.topics.response(&self.gateway),
+            self.topics.swarm_response(&self.gateway),
             self.sync_topic.clone(),
         ];
-        let local: Vec<String> = {
+        let (local, served) = {
             let mut st = self.shared.lock();
             st.connected = true;
             let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
             fs.sort();
             fs.dedup();
-            fs
+            (fs, st.served.clone())
         };
         self.shared.changed.notify_all();
         for t in subs.into_iter().chain(local) {
@@ -268,13 +413,7 @@ impl Handler for GatewayHandler {
                 tracing::warn!(error = %e, "MQTT subscribe failed");
             }
         }
-        let birth = serde_json::to_vec(&Status::online(Vec::new())).unwrap_or_default();
-        let _ = client.try_publish(
-            self.topics.gateway_status(&self.gateway),
-            QoS::AtLeastOnce,
-            true,
-            birth,
-        );
+        publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
     }
 
     fn subscribed(&mut self, client: &AsyncClient) {
@@ -304,9 +443,39 @@ impl Handler for GatewayHandler {
             }
             drop(st);
             self.shared.changed.notify_all();
-        } else if topic == self.topics.response(&self.gateway) {
+        } else if let Some(gw) = self.topics.gateway_of_status(&topic) {
+            if gw == self.gateway {
+                return;
+            }
+            let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
+            let online = status.as_ref().is_some_and(Status::is_online);
+            let member = Member {
+                id: gw.to_string(),
+                online,
+                tools: status
+                    .filter(|_| online)
+                    .map(|s| s.tools)
+                    .unwrap_or_default(),
+                since_unix: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+            };
+            tracing::info!(gateway = gw, online, "swarm member status");
+            let mut st = self.shared.lock();
+            if p.payload.is_empty() {
+                // A cleared retained status: the gateway is gone for good.
+                st.gateways.remove(gw);
+            } else {
+                st.gateways.insert(gw.to_string(), member);
+            }
+            drop(st);
+            self.shared.changed.notify_all();
+        } else if topic == self.topics.response(&self.gateway)
+            || topic == self.topics.swarm_response(&self.gateway)
+        {
             let Ok(resp) = serde_json::from_slice::<Response>(&p.payload) else {
-                tracing::warn!("unparsable peer response dropped");
+                tracing::warn!(topic, "unparsable response dropped");
                 return;
             };
             // A response counts only when its correlation data and its body name the same
@@ -318,17 +487,20 @@ impl Handler for GatewayHandler {
                 .map(|c| String::from_utf8_lossy(c).into_owned())
                 .filter(|id| *id == resp.call_id)
             else {
-                tracing::warn!(call_id = %resp.call_id, "peer response without matching correlation data dropped");
+                tracing::warn!(call_id = %resp.call_id, "response without matching correlation data dropped");
                 return;
             };
             if let Some(tx) = self.shared.lock().pending.remove(&id) {
                 let _ = tx.send(resp);
             }
         } else {
+            let props = p.properties.as_ref();
             let msg = Message {
                 topic: topic.clone(),
                 payload: p.payload.to_vec(),
                 retain: p.retain,
+                response_topic: props.and_then(|pr| pr.response_topic.clone()),
+                correlation: props.and_then(|pr| pr.correlation_data.as_ref().map(|c| c.to_vec())),
             };
             let st = self.shared.lock();
             for (_, f, tx) in &st.subs {
@@ -339,10 +511,12 @@ impl Handler for GatewayHandler {
         }
     }
 
-    fn disconnected(&mut self) {
+    fn disconnected(&mut self, reason: &str) {
         // Unreachable peers serve nothing; the births come back with the next SUBACK.
         let mut st = self.shared.lock();
+        st.last_error = Some(reason.to_string());
         st.peers.clear();
+        st.gateways.clear();
         st.synced = false;
         st.connected = false;
         drop(st);
@@ -369,7 +543,7 @@ impl PeerLink {
         let nonce = protocol::new_call_id();
         let client_id = format!("covo-gw-{gateway}-{}", &nonce[..8]);
         let status = topics.gateway_status(&gateway);
-        let opts = options(&cfg.url(), &client_id, status_will(&status))?;
+        let opts = options(&cfg.url(), &cfg.auth(), &client_id, status_will(&status))?;
         let (client, eventloop) = AsyncClient::new(opts, QUEUE);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
@@ -506,11 +680,19 @@ impl PeerLink {
         self.shared.lock().peers.clone()
     }
 
+    /// Why the broker connection is down, when it is and a reason is known.
+    pub fn connection_error(&self) -> Option<String> {
+        let st = self.shared.lock();
+        (!st.connected).then(|| st.last_error.clone()).flatten()
+    }
+
     /// Whether a live peer advertises `tool`; the reason when none does.
     pub fn availability(&self, tool: &str) -> Result<(), String> {
         let st = self.shared.lock();
         if serves(&st, tool) {
             Ok(())
+        } else if let (false, Some(e)) = (st.connected, &st.last_error) {
+            Err(format!("not connected to the MQTT broker: {e}"))
         } else if st.peers.is_empty() {
             Err("no peer online".into())
         } else {
@@ -521,9 +703,95 @@ impl PeerLink {
     /// Forwards a call and waits for the answer. `idempotent` calls (effect `read`) are sent a
     /// second time, with the same call id, after a timeout; others never are.
     pub fn call(&self, tool: &str, args: Value, idempotent: bool) -> Result<Value, ToolError> {
+        self.round_trip(
+            Target::Peer,
+            tool,
+            args,
+            self.timeout,
+            if idempotent { 2 } else { 1 },
+        )
+    }
+
+    /// The other gateways on this broker (this one excluded), by id.
+    pub fn members(&self) -> Vec<Member> {
+        self.shared.lock().gateways.values().cloned().collect()
+    }
+
+    /// Sets the tools this gateway serves to the swarm and republishes its birth with them.
+    pub fn set_served(&self, tools: Vec<String>) {
+        let connected = {
+            let mut st = self.shared.lock();
+            st.served = tools.clone();
+            st.connected
+        };
+        if connected {
+            publish_birth(
+                &self.client,
+                &self.topics.gateway_status(&self.gateway),
+                tools,
+            );
+        }
+    }
+
+    /// Runs `tool` on gateway `target` through its pipeline and waits up to `timeout` for the
+    /// answer. `idempotent` calls are resent once, with the same call id, after a timeout.
+    pub fn swarm_call(
+        &self,
+        target: &str,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+        idempotent: bool,
+    ) -> Result<Value, ToolError> {
+        self.round_trip(
+            Target::Gateway(target),
+            tool,
+            args,
+            timeout,
+            if idempotent { 2 } else { 1 },
+        )
+    }
+
+    /// Answers a request that arrived with `response_topic` and `correlation` (MQTT 5).
+    pub fn respond(
+        &self,
+        response_topic: &str,
+        correlation: Option<Vec<u8>>,
+        resp: &Response,
+    ) -> Result<(), String> {
+        let body = serde_json::to_vec(resp).map_err(|e| e.to_string())?;
+        let props = PublishProperties {
+            correlation_data: correlation.map(Bytes::from),
+            content_type: Some("application/json".into()),
+            ..Default::default()
+        };
+        self.client
+            .try_publish_with_properties(response_topic, QoS::AtLeastOnce, false, body, props)
+            .map_err(|e| format!("cannot queue the response: {e}"))
+    }
+
+    fn round_trip(
+        &self,
+        target: Target<'_>,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+        attempts: u32,
+    ) -> Result<Value, ToolError> {
         let call_id = protocol::new_call_id();
-        let attempts = if idempotent { 2 } else { 1 };
-        let ms = self.timeout.as_millis() as u64;
+        let ms = timeout.as_millis() as u64;
+        let (topic, response_topic, who) = match target {
+            Target::Peer => (
+                self.topics.request(&self.gateway),
+                self.topics.response(&self.gateway),
+                "a peer".to_string(),
+            ),
+            Target::Gateway(g) => (
+                self.topics.swarm_request(g),
+                self.topics.swarm_response(&self.gateway),
+                format!("gateway '{g}'"),
+            ),
+        };
         let req = Request {
             call_id: call_id.clone(),
             tool: tool.into(),
@@ -537,13 +805,13 @@ impl PeerLink {
             self.shared.lock().pending.insert(call_id.clone(), tx);
             let props = PublishProperties {
                 message_expiry_interval: Some(ms.div_ceil(1000).max(1) as u32),
-                response_topic: Some(self.topics.response(&self.gateway)),
+                response_topic: Some(response_topic.clone()),
                 correlation_data: Some(Bytes::from(call_id.clone().into_bytes())),
                 content_type: Some("application/json".into()),
                 ..Default::default()
             };
             if let Err(e) = self.client.try_publish_with_properties(
-                self.topics.request(&self.gateway),
+                topic.clone(),
                 QoS::AtLeastOnce,
                 false,
                 body.clone(),
@@ -552,29 +820,29 @@ impl PeerLink {
                 self.shared.lock().pending.remove(&call_id);
                 return Err(ToolError::Failed {
                     tool: tool.into(),
-                    message: format!("cannot queue the request to the peer: {e}"),
-                    hint: Some("too many peer calls are in flight; try again shortly".into()),
+                    message: format!("cannot queue the request to {who}: {e}"),
+                    hint: Some("too many MQTT calls are in flight; try again shortly".into()),
                 });
             }
-            match rx.recv_timeout(self.timeout) {
-                Ok(resp) => return into_result(tool, resp),
+            match rx.recv_timeout(timeout) {
+                Ok(resp) => return into_result(tool, &who, resp),
                 Err(_) => {
                     self.shared.lock().pending.remove(&call_id);
-                    tracing::warn!(tool, attempt, "peer call timed out");
+                    tracing::warn!(tool, attempt, to = %who, "MQTT call timed out");
                 }
             }
         }
         Err(ToolError::Failed {
             tool: tool.into(),
             message: format!(
-                "no answer from a peer within {ms} ms{}",
+                "no answer from {who} within {ms} ms{}",
                 if attempts > 1 { " (tried twice)" } else { "" }
             ),
-            hint: Some(if idempotent {
-                "the peer may be busy, offline or slow for this input; try again later or with a smaller request".into()
+            hint: Some(if attempts > 1 {
+                format!("{who} may be busy, offline or slow for this input; try again later or with a smaller request")
             } else {
                 // A write is never resent: it may have run even though its answer was lost.
-                "it was sent once and may have run on the peer although no answer came back; check its effect before calling it again".into()
+                format!("it was sent once and may have run on {who} although no answer came back; check its effect before calling it again")
             }),
         })
     }
@@ -606,17 +874,49 @@ fn serves(st: &State, tool: &str) -> bool {
         .any(|tools| tools.iter().any(|t| t == tool))
 }
 
-fn into_result(tool: &str, resp: Response) -> Result<Value, ToolError> {
+/// A connection error in words a user can act on.
+fn describe(e: &rumqttc::v5::ConnectionError) -> String {
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
+    use rumqttc::v5::ConnectionError as E;
+    match e {
+        E::ConnectionRefused(Code::BadUserNamePassword) => {
+            "the broker refused the user name or password ([mqtt] username, password or $COVO_MQTT_PASSWORD)".into()
+        }
+        // mosquitto answers a wrong password with this code too.
+        E::ConnectionRefused(Code::NotAuthorized) => {
+            "the broker refused this client: wrong or missing user name or password ([mqtt] username, password or $COVO_MQTT_PASSWORD), or not allowed".into()
+        }
+        E::ConnectionRefused(code) => format!("the broker refused the connection: {code:?}"),
+        E::Tls(t) => format!("TLS failed: {t} (check the URL's host and [mqtt] ca_file)"),
+        other => other.to_string(),
+    }
+}
+
+/// Where a call goes.
+enum Target<'a> {
+    /// The shared peer group.
+    Peer,
+    /// One gateway of the swarm.
+    Gateway(&'a str),
+}
+
+/// Publishes a retained `online` birth listing `tools` (never blocks).
+fn publish_birth(client: &AsyncClient, topic: &str, tools: Vec<String>) {
+    let birth = serde_json::to_vec(&Status::online(tools)).unwrap_or_default();
+    let _ = client.try_publish(topic, QoS::AtLeastOnce, true, birth);
+}
+
+fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError> {
     if resp.ok {
         return Ok(resp.result.unwrap_or(Value::Null));
     }
     let e = resp.error.unwrap_or(protocol::WireError {
         kind: "failed".into(),
-        message: "the peer reported an error without details".into(),
+        message: "the other side reported an error without details".into(),
     });
     Err(ToolError::Failed {
         tool: tool.into(),
-        message: format!("on the peer ({}): {}", e.kind, e.message),
+        message: format!("on {who} ({}): {}", e.kind, e.message),
         hint: None,
     })
 }
@@ -626,14 +926,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_parse_and_tls_is_refused_for_now() {
+    fn urls_parse_with_their_default_ports() {
+        let a = |h: &str, port, tls| BrokerAddr {
+            host: h.into(),
+            port,
+            tls,
+        };
         assert_eq!(
             parse_url("mqtt://127.0.0.1:1884").unwrap(),
-            ("127.0.0.1".into(), 1884)
+            a("127.0.0.1", 1884, false)
         );
-        assert_eq!(parse_url("broker").unwrap(), ("broker".into(), 1883));
-        assert!(parse_url("mqtts://x:8883").is_err());
+        assert_eq!(parse_url("broker").unwrap(), a("broker", 1883, false));
+        assert_eq!(parse_url("mqtts://x").unwrap(), a("x", 8883, true));
+        assert_eq!(parse_url("ssl://x:9000").unwrap(), a("x", 9000, true));
         assert!(parse_url("mqtt://:1").is_err());
+        assert!(parse_url("ws://x:1").is_err());
+    }
+
+    #[test]
+    fn auth_and_tls_settings_are_checked() {
+        let will = || status_will("t");
+        let none = BrokerAuth::default();
+        assert!(options("mqtt://h", &none, "c", will()).is_ok());
+        let pw_only = BrokerAuth {
+            password: Some("x".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtt://h", &pw_only, "c", will())
+            .unwrap_err()
+            .contains("without a username"));
+        let ca = BrokerAuth {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtt://h", &ca, "c", will())
+            .unwrap_err()
+            .contains("not mqtts://"));
+        assert!(options("mqtts://h", &ca, "c", will())
+            .unwrap_err()
+            .contains("/nonexistent/ca.pem"));
+        let half = BrokerAuth {
+            client_cert_file: Some("/x.pem".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtts://h", &half, "c", will())
+            .unwrap_err()
+            .contains("go together"));
     }
 
     #[test]

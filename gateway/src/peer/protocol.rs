@@ -56,6 +56,30 @@ impl Topics {
         format!("{}/gateways/{gateway}/status", self.prefix)
     }
 
+    /// Every gateway's status: `{prefix}/gateways/+/status`.
+    pub fn all_gateway_status(&self) -> String {
+        format!("{}/gateways/+/status", self.prefix)
+    }
+
+    /// Where other gateways send swarm calls for `gateway`: `{prefix}/{gateway}/swarm/req`.
+    pub fn swarm_request(&self, gateway: &str) -> String {
+        format!("{}/{gateway}/swarm/req", self.prefix)
+    }
+
+    /// Where `gateway` wants answers to its swarm calls: `{prefix}/{gateway}/swarm/res`.
+    pub fn swarm_response(&self, gateway: &str) -> String {
+        format!("{}/{gateway}/swarm/res", self.prefix)
+    }
+
+    /// The gateway id in a gateway status topic, if `topic` is one.
+    pub fn gateway_of_status<'t>(&self, topic: &'t str) -> Option<&'t str> {
+        let rest = topic
+            .strip_prefix(&self.prefix)?
+            .strip_prefix("/gateways/")?;
+        let id = rest.strip_suffix("/status")?;
+        (!id.is_empty() && !id.contains('/')).then_some(id)
+    }
+
     /// The peer id in a peer status topic, if `topic` is one.
     pub fn peer_of_status<'t>(&self, topic: &'t str) -> Option<&'t str> {
         let rest = topic.strip_prefix(&self.prefix)?.strip_prefix("/peers/")?;
@@ -79,7 +103,7 @@ pub struct Status {
     /// The protocol version (births only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u32>,
-    /// The tools served (peer births only).
+    /// The tools served: by a peer, or by a gateway to the swarm (births only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
 }
@@ -191,6 +215,10 @@ mod tests {
         assert_eq!(t.peer_of_status(&t.peer_status("p1")), Some("p1"));
         assert_eq!(t.peer_of_status("covo/peers/a/b/status"), None);
         assert_eq!(t.gateway_of_request(&t.request("gw1")), Some("gw1"));
+        assert_eq!(t.swarm_request("gw2"), "covo/gw2/swarm/req");
+        assert_eq!(t.swarm_response("gw1"), "covo/gw1/swarm/res");
+        assert_eq!(t.gateway_of_status(&t.gateway_status("gw2")), Some("gw2"));
+        assert_eq!(t.gateway_of_status(&t.peer_status("gw2")), None);
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct ServerOptions {
     pub id: String,
     /// Topic prefix.
     pub prefix: String,
+    /// Credentials and TLS files.
+    pub auth: super::mqtt::BrokerAuth,
 }
 
 impl ServerOptions {
@@ -67,6 +69,7 @@ impl ServerOptions {
                 .clone()
                 .unwrap_or_else(|| format!("peer-{}", crate::config::host_name())),
             prefix: mqtt.prefix(),
+            auth: mqtt.auth(),
         }
     }
 }
@@ -85,7 +88,7 @@ pub(crate) struct Dedup {
 
 impl Dedup {
     /// `None` for a new call (now marked running); else what is known about it.
-    fn admit(&mut self, id: &str) -> Option<Option<Response>> {
+    pub(crate) fn admit(&mut self, id: &str) -> Option<Option<Response>> {
         match self.map.get(id) {
             Some(Seen::Running) => Some(None),
             Some(Seen::Done(r)) => Some(Some(r.clone())),
@@ -102,7 +105,7 @@ impl Dedup {
         }
     }
 
-    fn finish(&mut self, id: &str, r: &Response) {
+    pub(crate) fn finish(&mut self, id: &str, r: &Response) {
         if let Some(s) = self.map.get_mut(id) {
             *s = Seen::Done(r.clone());
         }
@@ -232,7 +235,7 @@ impl PeerServer {
         let topics = Topics::new(&opts.prefix);
         let status = topics.peer_status(&opts.id);
         let client_id = format!("covo-peer-{}-{}", opts.id, &protocol::new_call_id()[..8]);
-        let o = options(&opts.url, &client_id, status_will(&status))?;
+        let o = options(&opts.url, &opts.auth, &client_id, status_will(&status))?;
         let (client, eventloop) = AsyncClient::new(o, super::mqtt::QUEUE);
         let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let handler = PeerHandler {

@@ -1,0 +1,130 @@
+//! The swarm: gateways on one broker calling each other's tools.
+//!
+//! Each gateway's retained birth (`P/gateways/G/status`) lists the tools it serves to the swarm
+//! (`Runtime::swarm_served`); `PeerLink` keeps the other gateways' latest status as
+//! [`Member`](crate::peer::mqtt::Member)s. A call to gateway `G` is a peer-protocol request on
+//! `P/G/swarm/req` with the caller's `P/C/swarm/res` as its MQTT 5 response topic. `covo run` on
+//! `G` answers it here, through `G`'s own pipeline (`Via::Remote`): schema, `[swarm] expose`,
+//! `G`'s board policy, `G`'s approver, audit. A QoS 1 redelivery is answered from the dedup
+//! cache, so a call never runs twice.
+
+use crate::error::CallError;
+use crate::exec::Session;
+use crate::peer::mqtt::{Message, PeerLink};
+use crate::peer::protocol::{Request, Response};
+use crate::peer::server::Dedup;
+use crate::runtime::{Runtime, Via};
+use serde_json::Value;
+use std::sync::Mutex;
+
+/// What answers swarm calls on one gateway.
+#[derive(Default)]
+pub struct SwarmServer {
+    dedup: Mutex<Dedup>,
+}
+
+/// What [`SwarmServer::admit`] decided about an incoming request.
+pub enum Admission {
+    /// A new call: run it, then [`SwarmServer::finish`].
+    Run(Request, Reply),
+    /// Already answered, or already running, or unanswerable: nothing to run.
+    Done,
+}
+
+/// Where the answer to one request goes.
+pub struct Reply {
+    topic: String,
+    correlation: Option<Vec<u8>>,
+}
+
+impl SwarmServer {
+    /// A server with an empty dedup cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses `msg`; answers malformed requests and duplicates right away (never blocks).
+    pub fn admit(&self, link: &PeerLink, msg: &Message) -> Admission {
+        let Some(topic) = msg.response_topic.clone() else {
+            tracing::warn!(
+                topic = msg.topic,
+                "swarm request without a response topic dropped"
+            );
+            return Admission::Done;
+        };
+        let reply = Reply {
+            topic,
+            correlation: msg.correlation.clone(),
+        };
+        let req: Request = match serde_json::from_slice(&msg.payload) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = reply
+                    .correlation
+                    .as_ref()
+                    .map(|c| String::from_utf8_lossy(c).into_owned())
+                    .unwrap_or_default();
+                send(
+                    link,
+                    &reply,
+                    &Response::err(&id, "bad_request", format!("not a request: {e}")),
+                );
+                return Admission::Done;
+            }
+        };
+        let seen = self
+            .dedup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit(&req.call_id);
+        match seen {
+            None => Admission::Run(req, reply),
+            Some(Some(cached)) => {
+                send(link, &reply, &cached);
+                Admission::Done
+            }
+            // Running: its answer is on the way.
+            Some(None) => Admission::Done,
+        }
+    }
+
+    /// Runs an admitted request through this gateway's pipeline and answers it. Blocking.
+    pub fn run(
+        &self,
+        rt: &Runtime,
+        link: &PeerLink,
+        session: &Session,
+        req: Request,
+        reply: Reply,
+    ) {
+        tracing::info!(from = req.gateway, tool = req.tool, "swarm call");
+        let resp = match rt.call(session, Via::Remote, &req.tool, req.args) {
+            Ok(v) => Response::ok(&req.call_id, v),
+            Err(CallError::Respond(e)) => {
+                let kind = e
+                    .to_json()
+                    .pointer("/error/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("failed")
+                    .to_string();
+                Response::err(&req.call_id, &kind, e.to_string())
+            }
+            Err(CallError::Fatal(e)) => Response::err(&req.call_id, "failed", e.to_string()),
+        };
+        self.dedup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish(&req.call_id, &resp);
+        send(link, &reply, &resp);
+    }
+}
+
+fn send(link: &PeerLink, reply: &Reply, resp: &Response) {
+    let correlation = reply
+        .correlation
+        .clone()
+        .or_else(|| Some(resp.call_id.clone().into_bytes()));
+    if let Err(e) = link.respond(&reply.topic, correlation, resp) {
+        tracing::warn!(error = %e, call_id = resp.call_id, "cannot answer a swarm call");
+    }
+}
