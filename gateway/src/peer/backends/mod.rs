@@ -436,6 +436,27 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_peer_model_example_is_a_valid_config() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("```toml\n[llm]                             # the peer's model")
+            .expect("the README has the peer model example");
+        let body = &readme[start + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = crate::config::Config::parse(body, std::path::Path::new("README.md")).unwrap();
+        assert_eq!(c.peer.backends.subagents.max_steps, Some(DEFAULT_MAX_STEPS));
+        assert_eq!(
+            c.peer.backends.subagents.max_concurrent,
+            Some(DEFAULT_MAX_CONCURRENT)
+        );
+        assert_eq!(
+            c.peer.backends.subagents.default_toolsets.as_deref(),
+            Some(&["web".to_string(), "code_exec".to_string()][..])
+        );
+        assert!(toml::from_str::<BackendsConfig>("subagents = { max_stepz = 3 }").is_err());
+    }
+
+    #[test]
     fn config_rejects_unknown_fields() {
         assert!(toml::from_str::<BackendsConfig>("plot_series = { width = 300 }").is_ok());
         assert!(toml::from_str::<BackendsConfig>("bogus = 1").is_err());
