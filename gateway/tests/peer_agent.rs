@@ -221,6 +221,43 @@ fn a_sub_agent_runs_a_peer_local_tool_is_declined_a_destructive_one_and_answers(
 }
 
 #[test]
+fn a_sub_agent_calls_test_generate_on_the_same_model_from_its_tool_thread() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![(
+            "test_generate",
+            r#"{"source":"def inc(x):\n    return x + 1\n","path":"inc.py"}"#,
+        )]),
+        Reply::text("```python\ndef test_inc():\n    assert inc(1) == 2\n```"),
+        Reply::text("Drafted test_inc."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let b = Backends::for_peer(&config(dir.path(), ""), Some(model(&srv)));
+    let spawned = call(
+        &b,
+        "subagent_spawn",
+        json!({"task": "draft tests for inc", "toolsets": ["code_exec"]}),
+    )
+    .unwrap();
+    let handle = spawned["handle"].as_str().unwrap();
+    let status = wait_done(&b, handle);
+    assert_eq!(status["state"], "done", "{status}");
+    assert_eq!(
+        status["last_tool_calls"],
+        json!([{"tool": "test_generate", "ok": true}])
+    );
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        reqs[1].raw_body.contains("def inc(x)"),
+        "test_generate's own call"
+    );
+    assert!(
+        reqs[2].raw_body.contains("assert inc(1) == 2"),
+        "its result reached the agent"
+    );
+}
+
+#[test]
 fn unknown_and_hardware_toolsets_are_structured_errors_naming_them() {
     let srv = ScriptedLlm::start(vec![]);
     let dir = tempfile::tempdir().unwrap();
