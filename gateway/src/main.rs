@@ -235,7 +235,10 @@ fn peer(config: &Config) -> anyhow::Result<ExitCode> {
     use covo::peer::backends::Backends;
     use covo::peer::server::{PeerServer, ServerOptions};
     let opts = ServerOptions::from_config(config);
-    let backends = Backends::from_config(&config.peer.backends);
+    // The peer's own model, from its `[llm]` and `COVO_LLM_*`, serves test_generate and the
+    // sub-agents; without one those tools are not advertised.
+    let model = Backends::model_from_config(config, &|k| std::env::var(k).ok());
+    let backends = Backends::for_peer(config, model);
     let tools = backends.tools();
     eprintln!(
         "covo peer '{}' on {} serving {} tool(s): {}",

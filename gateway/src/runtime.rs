@@ -252,6 +252,19 @@ pub struct RuntimeOptions {
     pub hooks: Vec<Box<dyn Hook>>,
     /// The board (default: `config.board`, else the simulated board).
     pub board: Option<Arc<Board>>,
+    /// Runs `runs = "peer"` tools in this process instead of forwarding them over MQTT: set
+    /// for a sub-agent on `covo peer`, whose peer tools are the peer's own backends.
+    pub local_peer: Option<LocalPeer>,
+}
+
+/// The in-process stand-in for the MQTT peer (see [`RuntimeOptions::local_peer`]). Peer tools
+/// are available exactly when `host` serves them, and run through the same pipeline (validation,
+/// policy, approval, audit) before `host` executes them.
+pub struct LocalPeer {
+    /// What runs the tools.
+    pub host: Arc<dyn crate::peer::server::ToolHost>,
+    /// Each call's deadline, from when it starts.
+    pub timeout: std::time::Duration,
 }
 
 impl RuntimeOptions {
@@ -268,6 +281,7 @@ impl RuntimeOptions {
             policies: Vec::new(),
             hooks: Vec::new(),
             board: None,
+            local_peer: None,
         }
     }
 }
@@ -300,6 +314,7 @@ pub struct Runtime {
     validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
     search: OnceLock<SearchIndex>,
     peer: OnceLock<Option<crate::peer::mqtt::PeerLink>>,
+    local_peer: Option<LocalPeer>,
 }
 
 /// How long the first use of the peer link waits for the retained peer births.
@@ -372,6 +387,7 @@ impl Runtime {
             validators: Mutex::new(HashMap::new()),
             search: OnceLock::new(),
             peer: OnceLock::new(),
+            local_peer: opts.local_peer,
         })
     }
 
@@ -445,6 +461,13 @@ impl Runtime {
     /// Whether a tool can run now.
     pub fn availability(&self, def: &ToolDef) -> Availability {
         if let Exec::Peer = def.exec {
+            if let Some(local) = &self.local_peer {
+                return if local.host.tools().iter().any(|t| t == def.spec.name) {
+                    Availability::yes()
+                } else {
+                    Availability::no("this peer does not serve it")
+                };
+            }
             if self.config.mqtt.is_none() {
                 return Availability::no("no MQTT broker configured");
             }
@@ -662,15 +685,22 @@ impl Runtime {
         };
         let outcome = match def.exec {
             Exec::Local(exec) => exec(&cx, args.clone()),
-            Exec::Peer => match self.peer_link() {
-                Some(link) => link
-                    .call(spec.name, args.clone(), spec.effect == Effect::Read)
+            Exec::Peer => match &self.local_peer {
+                // A sub-agent on the peer: the peer's own backends, in this process.
+                Some(local) => local
+                    .host
+                    .call(spec.name, args.clone(), Instant::now() + local.timeout)
                     .map_err(CallError::from),
-                None => Err(ToolError::Unavailable {
-                    tool: name.into(),
-                    reason: "no MQTT broker configured".into(),
-                }
-                .into()),
+                None => match self.peer_link() {
+                    Some(link) => link
+                        .call(spec.name, args.clone(), spec.effect == Effect::Read)
+                        .map_err(CallError::from),
+                    None => Err(ToolError::Unavailable {
+                        tool: name.into(),
+                        reason: "no MQTT broker configured".into(),
+                    }
+                    .into()),
+                },
             },
             Exec::Missing => unreachable!("refused above"),
         };

@@ -360,3 +360,66 @@ fn plan_mode_refuses_writes_on_every_path_until_the_plan_is_accepted() {
         .unwrap();
     rt.call(&s, Via::Direct, "memory_store", store_it).unwrap();
 }
+
+/// Stands in for the peer's backends in `RuntimeOptions::local_peer`: serves `plot_series` and
+/// `code_run` and records what reaches it.
+struct LocalHost(std::sync::Mutex<Vec<Value>>);
+
+impl covo::peer::server::ToolHost for LocalHost {
+    fn tools(&self) -> Vec<String> {
+        vec!["plot_series".into(), "code_run".into()]
+    }
+
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        _deadline: std::time::Instant,
+    ) -> Result<Value, ToolError> {
+        self.0.lock().unwrap().push(args.clone());
+        Ok(json!({ "ran": tool }))
+    }
+}
+
+#[test]
+fn with_a_local_peer_peer_tools_run_in_process_after_validation_and_policy() {
+    let host = std::sync::Arc::new(LocalHost(Default::default()));
+    // An [mqtt] section that goes nowhere: nothing may be forwarded to it.
+    let mut config = Config::default();
+    config.mqtt = Some(covo::config::MqttConfig {
+        url: Some("mqtt://127.0.0.1:1".into()),
+        ..Default::default()
+    });
+    config.policy.read_only = true;
+    let mut opts = RuntimeOptions::new(config);
+    opts.local_peer = Some(covo::runtime::LocalPeer {
+        host: host.clone(),
+        timeout: std::time::Duration::from_secs(5),
+    });
+    let rt = Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap());
+    let av = |t: &str| rt.availability(rt.lookup(t).unwrap());
+    assert!(av("plot_series").available);
+    assert!(av("code_run").available);
+    let fetch = av("web_fetch");
+    assert!(!fetch.available);
+    assert_eq!(fetch.reason.as_deref(), Some("this peer does not serve it"));
+    let args = json!({"series": [{"label": "t", "points": [[0, 1]]}]});
+    let v = rt
+        .call(&session(), Via::Direct, "plot_series", args.clone())
+        .unwrap();
+    assert_eq!(v, json!({"ran": "plot_series"}));
+    // Validation runs before the host: a bad call never reaches it.
+    let e = respond(rt.call(&session(), Via::Direct, "plot_series", json!({"x": 1})));
+    assert!(matches!(e, ToolError::InvalidArguments { .. }), "{e:?}");
+    // So does policy: read-only refuses a write peer tool before the host sees it.
+    let e = respond(rt.call(
+        &session(),
+        Via::Direct,
+        "code_run",
+        json!({"language": "shell", "code": "true"}),
+    ));
+    assert!(matches!(e, ToolError::PolicyRefused { .. }), "{e:?}");
+    assert_eq!(*host.0.lock().unwrap(), vec![args]);
+}

@@ -1,5 +1,5 @@
-//! The SQLite store under `$COVO_HOME`: conversations, memories, productivity data, schedules and
-//! the audit log.
+//! The SQLite store under `$COVO_HOME`: conversations, memories, productivity data, schedules,
+//! the peer's sub-agents and the audit log.
 //!
 //! One connection behind a mutex; WAL mode so a crash never leaves a half-written row. Schema
 //! changes are numbered migrations applied in order and recorded in `PRAGMA user_version`.
@@ -14,6 +14,7 @@ pub mod productivity;
 pub mod readings;
 pub mod schedules;
 pub mod session;
+pub mod subagents;
 pub mod usage;
 pub mod watches;
 
@@ -23,6 +24,7 @@ pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
 pub use readings::Reading;
 pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
+pub use subagents::{SubAgent, SubAgentCall, SubAgentState};
 pub use usage::TurnUsage;
 pub use watches::{NewWatch, Watch, WatchState};
 
@@ -75,6 +77,8 @@ const MIGRATIONS: &[&str] = &[
     readings::MIGRATION,
     // 9: sensor watches.
     watches::MIGRATION,
+    // 10: the sub-agents `covo peer` runs.
+    subagents::MIGRATION,
 ];
 
 /// The gateway's database.

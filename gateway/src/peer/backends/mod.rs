@@ -12,20 +12,38 @@
 //! - `semantic_memory_store`, `semantic_memory_search`: when `[peer.backends.openai]` has a
 //!   `base_url` and an `embedding_model` and the SQLite vector store opens.
 //! - `web_search`: when `[peer.backends.web_search]` names a SearXNG instance or a Brave key.
+//! - `test_generate`, `subagent_spawn`, `subagent_status`, `subagent_result`: when the peer has
+//!   a model (`[llm]` of the peer's config, `COVO_LLM_*` overriding it, as for `covo chat`); the
+//!   `subagent_*` tools also need the peer's SQLite store (`$COVO_HOME/covo.db`) to open.
+//!
+//! A sub-agent's own peer tools run through [`Local`], this process's backends without the
+//! `subagent_*` tools (sub-agents do not nest).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::config::Config;
 use crate::error::ToolError;
+use crate::llm::ChatModel;
 
 mod code;
 mod http;
+mod model;
 mod openai;
 mod plot;
 mod search;
 mod semantic;
+mod subagent;
+mod testgen;
 mod web;
+
+pub use model::PeerModel;
+pub use subagent::{
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT_SECS, DEFAULT_TOOLSETS,
+};
+pub use testgen::MAX_SOURCE_BYTES;
 
 /// Per-backend settings of the peer, all optional (`[peer.backends]` in the peer's config).
 #[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
@@ -52,6 +70,26 @@ pub struct BackendsConfig {
     /// `semantic_memory_*`: where the vectors live.
     #[serde(default)]
     pub semantic_memory: SemanticMemoryConfig,
+    /// `subagent_*`: budgets and the default toolsets.
+    #[serde(default)]
+    pub subagents: SubAgentsConfig,
+}
+
+/// The sub-agents the peer runs for `subagent_spawn` (with the model of the peer's `[llm]`).
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SubAgentsConfig {
+    /// Model calls one sub-agent may make (default 12).
+    pub max_steps: Option<usize>,
+    /// Wall-clock limit of one sub-agent, in seconds (default 600).
+    pub timeout_secs: Option<u64>,
+    /// Sub-agents running at once (default 4); a spawn beyond is refused.
+    pub max_concurrent: Option<usize>,
+    /// Toolsets of a sub-agent whose request names none (default `["web", "code_exec"]`).
+    pub default_toolsets: Option<Vec<String>>,
+    /// The profile whose tools a sub-agent may own at most (default `full`); hardware, voice
+    /// and the `subagent_*` tools are always left out.
+    pub profile: Option<String>,
 }
 
 /// The vector store of `semantic_memory_store` / `semantic_memory_search`.
@@ -143,32 +181,21 @@ pub struct PlotConfig {
     pub height: Option<u32>,
 }
 
-/// The usable backends of this peer.
+/// The backends that run in this process: every tool but the `subagent_*` ones. It is also
+/// what a sub-agent's `runs = "peer"` tools call.
 #[derive(Debug)]
-pub struct Backends {
+struct Local {
     plot: plot::Plot,
     web: web::WebFetch,
     code: code::CodeRun,
     search: search::WebSearch,
     media: openai::Media,
     semantic: Option<semantic::Semantic>,
+    tests: Option<testgen::TestGen>,
 }
 
-impl Backends {
-    /// Probes what can run here (interpreters, sandboxing) and keeps the usable backends.
-    pub fn from_config(cfg: &BackendsConfig) -> Backends {
-        Backends {
-            plot: plot::Plot::new(&cfg.plot_series),
-            web: web::WebFetch::new(&cfg.web_fetch),
-            code: code::CodeRun::new(&cfg.code_run),
-            search: search::WebSearch::new(&cfg.web_search),
-            media: openai::Media::new(&cfg.openai, &cfg.tts),
-            semantic: semantic::Semantic::new(&cfg.openai, &cfg.semantic_memory),
-        }
-    }
-
-    /// Only tools whose backend is configured and usable here; a tool is never faked.
-    pub fn tools(&self) -> Vec<&'static str> {
+impl Local {
+    fn tools(&self) -> Vec<&'static str> {
         let mut tools = vec![plot::TOOL, web::TOOL];
         if self.code.available() {
             tools.push(code::TOOL);
@@ -180,24 +207,13 @@ impl Backends {
         if self.semantic.is_some() {
             tools.extend([semantic::STORE, semantic::SEARCH]);
         }
+        if self.tests.is_some() {
+            tools.push(testgen::TOOL);
+        }
         tools
     }
 
-    /// Runs `tool` with schema-validated `args`, giving up at `deadline`.
-    pub fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
-        if !self.tools().contains(&tool) {
-            return Err(ToolError::Unavailable {
-                tool: tool.to_string(),
-                reason: "not implemented on this peer".into(),
-            });
-        }
-        if Instant::now() >= deadline {
-            return Err(ToolError::Failed {
-                tool: tool.to_string(),
-                message: "the deadline passed before the call started".into(),
-                hint: Some("retry with a longer timeout".into()),
-            });
-        }
+    fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
         match tool {
             plot::TOOL => self.plot.run(&args),
             web::TOOL => self.web.run(&args, deadline),
@@ -210,7 +226,139 @@ impl Backends {
                 Some(s) => s.run(tool, &args, deadline),
                 None => unreachable!("listed only with a store"),
             },
+            testgen::TOOL => match &self.tests {
+                Some(t) => t.run(&args, deadline),
+                None => unreachable!("listed only with a model"),
+            },
             _ => unreachable!("tools() lists only implemented backends"),
+        }
+    }
+
+    /// `call` for a tool `tools()` lists, checked first.
+    fn checked(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        check(&self.tools(), tool, deadline)?;
+        self.call(tool, args, deadline)
+    }
+}
+
+impl crate::peer::server::ToolHost for Local {
+    fn tools(&self) -> Vec<String> {
+        Local::tools(self).into_iter().map(str::to_string).collect()
+    }
+
+    fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        self.checked(tool, args, deadline)
+    }
+}
+
+fn check(tools: &[&str], tool: &str, deadline: Instant) -> Result<(), ToolError> {
+    if !tools.contains(&tool) {
+        return Err(ToolError::Unavailable {
+            tool: tool.to_string(),
+            reason: "not implemented on this peer".into(),
+        });
+    }
+    if Instant::now() >= deadline {
+        return Err(ToolError::Failed {
+            tool: tool.to_string(),
+            message: "the deadline passed before the call started".into(),
+            hint: Some("retry with a longer timeout".into()),
+        });
+    }
+    Ok(())
+}
+
+/// The usable backends of this peer.
+#[derive(Debug)]
+pub struct Backends {
+    local: Arc<Local>,
+    agents: Option<subagent::SubAgents>,
+}
+
+impl Backends {
+    /// Probes what can run here (interpreters, sandboxing) and keeps the usable backends. No
+    /// model: `test_generate` and the `subagent_*` tools are not served.
+    pub fn from_config(cfg: &BackendsConfig) -> Backends {
+        Backends {
+            local: Arc::new(Self::local(cfg, None)),
+            agents: None,
+        }
+    }
+
+    /// The peer's backends from its whole config, with `model` (the peer's `[llm]`, see
+    /// [`Backends::model_from_config`]) serving `test_generate` and the sub-agents.
+    pub fn for_peer(config: &Config, model: Option<Arc<PeerModel>>) -> Backends {
+        let cfg = &config.peer.backends;
+        let local = Arc::new(Self::local(cfg, model.clone()));
+        let agents = model.and_then(|m| {
+            match subagent::SubAgents::open(config, &cfg.subagents, m, local.clone()) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the sub-agent store does not open; subagent_* tools are off");
+                    None
+                }
+            }
+        });
+        Backends { local, agents }
+    }
+
+    /// The peer's model from `[llm]` and `COVO_LLM_*` (as `covo chat` resolves it), started on
+    /// its own runtime thread; `None` when no model is configured or the client cannot start.
+    pub fn model_from_config(
+        config: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<Arc<PeerModel>> {
+        let provider = crate::llm::Provider::resolve(&config.llm, env)?;
+        let name = provider.model.clone();
+        let http = match crate::llm::HttpModel::new(provider) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "the peer's model client does not start");
+                return None;
+            }
+        };
+        let chat: Arc<dyn ChatModel> = Arc::new(http);
+        match PeerModel::start(chat, &name) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!(error = %e, "the peer's model runtime does not start");
+                None
+            }
+        }
+    }
+
+    fn local(cfg: &BackendsConfig, model: Option<Arc<PeerModel>>) -> Local {
+        Local {
+            plot: plot::Plot::new(&cfg.plot_series),
+            web: web::WebFetch::new(&cfg.web_fetch),
+            code: code::CodeRun::new(&cfg.code_run),
+            search: search::WebSearch::new(&cfg.web_search),
+            media: openai::Media::new(&cfg.openai, &cfg.tts),
+            semantic: semantic::Semantic::new(&cfg.openai, &cfg.semantic_memory),
+            tests: model.map(testgen::TestGen::new),
+        }
+    }
+
+    /// Only tools whose backend is configured and usable here; a tool is never faked.
+    pub fn tools(&self) -> Vec<&'static str> {
+        let mut tools = self.local.tools();
+        if self.agents.is_some() {
+            tools.extend([subagent::SPAWN, subagent::STATUS, subagent::RESULT]);
+        }
+        tools
+    }
+
+    /// How many sub-agents are running now.
+    pub fn subagents_running(&self) -> usize {
+        self.agents.as_ref().map_or(0, |a| a.running())
+    }
+
+    /// Runs `tool` with schema-validated `args`, giving up at `deadline`.
+    pub fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        check(&self.tools(), tool, deadline)?;
+        match (tool, &self.agents) {
+            (subagent::SPAWN | subagent::STATUS | subagent::RESULT, Some(a)) => a.run(tool, &args),
+            _ => self.local.call(tool, args, deadline),
         }
     }
 }
@@ -285,6 +433,27 @@ mod tests {
         for t in ["image_generate", "tts_synthesize", "transcribe_audio"] {
             assert!(!tools.contains(&t), "{t} listed without its model");
         }
+    }
+
+    #[test]
+    fn the_readme_peer_model_example_is_a_valid_config() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("```toml\n[llm]                             # the peer's model")
+            .expect("the README has the peer model example");
+        let body = &readme[start + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = crate::config::Config::parse(body, std::path::Path::new("README.md")).unwrap();
+        assert_eq!(c.peer.backends.subagents.max_steps, Some(DEFAULT_MAX_STEPS));
+        assert_eq!(
+            c.peer.backends.subagents.max_concurrent,
+            Some(DEFAULT_MAX_CONCURRENT)
+        );
+        assert_eq!(
+            c.peer.backends.subagents.default_toolsets.as_deref(),
+            Some(&["web".to_string(), "code_exec".to_string()][..])
+        );
+        assert!(toml::from_str::<BackendsConfig>("subagents = { max_stepz = 3 }").is_err());
     }
 
     #[test]
