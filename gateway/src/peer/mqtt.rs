@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 pub const MAX_PACKET: u32 = 1024 * 1024;
 /// How many requests may wait in the client's queue before a call is refused.
 pub const QUEUE: usize = 64;
+/// At most this many QoS 1 publishes await their PUBACK. rumqttc's default is 65535, for which
+/// it preallocates a slot table of ~14 MiB per client — more than the rest of `covo run`.
+pub const MAX_INFLIGHT: u16 = 256;
 /// The default time a peer call waits for its answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -182,6 +185,7 @@ pub(crate) fn options(
         .set_clean_start(true)
         .set_max_packet_size(Some(MAX_PACKET))
         .set_request_channel_capacity(QUEUE)
+        .set_outgoing_inflight_upper_limit(MAX_INFLIGHT)
         .set_connection_timeout(5)
         .set_last_will(will);
     let mut net = NetworkOptions::new();
