@@ -1,6 +1,7 @@
 //! covo: an LLM agent gateway for Linux boards.
 //!
 //! # Layout
+//! - `artifacts`: images and audio from peer tools, stored as files and named by id.
 //! - `agent`: the turn state machine (`agent::core`), its I/O driver, schedules.
 //! - `llm`: OpenAI-compatible and Anthropic providers with streaming, retries and errors.
 //! - `spec`: the data-only description of a tool (`ToolSpec`) and its executor (`ToolDef`).
@@ -24,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod artifacts;
 pub mod config;
 pub mod daemon;
 pub mod discovery;

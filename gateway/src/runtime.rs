@@ -685,29 +685,38 @@ impl Runtime {
         };
         let outcome = match def.exec {
             Exec::Local(exec) => exec(&cx, args.clone()),
-            Exec::Peer => match &self.local_peer {
-                // A sub-agent on the peer: the peer's own backends, in this process.
-                Some(local) => local
-                    .host
-                    .call(spec.name, args.clone(), Instant::now() + local.timeout)
-                    .map_err(CallError::from),
-                None => match self.peer_link() {
-                    Some(link) => link
-                        .call(spec.name, args.clone(), spec.effect == Effect::Read)
-                        .map_err(CallError::from),
-                    None => Err(ToolError::Unavailable {
-                        tool: name.into(),
-                        reason: "no MQTT broker configured".into(),
-                    }
-                    .into()),
-                },
-            },
+            Exec::Peer => self.call_peer(spec, args.clone()),
             Exec::Missing => unreachable!("refused above"),
         };
         for h in &self.hooks {
             h.after_tool_call(&hook_cx, &invocation, &outcome);
         }
         outcome
+    }
+
+    /// Runs a `runs = "peer"` tool: artifact ids in its arguments go out as data, and
+    /// artifacts in its result come back as files under the data folder, named by id.
+    fn call_peer(&self, spec: &'static ToolSpec, args: Value) -> Result<Value, CallError> {
+        let args = crate::artifacts::inline_inputs(&self.home, spec.name, args)?;
+        let result = match &self.local_peer {
+            // A sub-agent on the peer: the peer's own backends, in this process.
+            Some(local) => local
+                .host
+                .call(spec.name, args, Instant::now() + local.timeout)?,
+            None => match self.peer_link() {
+                Some(link) => link.call(spec.name, args, spec.effect == Effect::Read)?,
+                None => {
+                    return Err(ToolError::Unavailable {
+                        tool: spec.name.into(),
+                        reason: "no MQTT broker configured".into(),
+                    }
+                    .into())
+                }
+            },
+        };
+        Ok(crate::artifacts::externalize(
+            &self.home, spec.name, result,
+        )?)
     }
 
     /// The owned tool called `name`, or the structured error that explains why there is none.

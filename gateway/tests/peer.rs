@@ -44,6 +44,13 @@ impl ToolHost for TestHost {
     fn call(&self, tool: &str, args: Value, _deadline: Instant) -> Result<Value, ToolError> {
         self.calls.lock().unwrap().push((tool.into(), args.clone()));
         std::thread::sleep(self.delay);
+        if args["code"] == "big" {
+            // Larger than one MQTT packet: the answer must travel in chunks.
+            let big: String = (0..3_000_000u32)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            return Ok(json!({"tool": tool, "big": big}));
+        }
         Ok(json!({"tool": tool, "echo": args}))
     }
 }
@@ -632,6 +639,18 @@ fn the_real_covo_peer_runs_code_and_plots_for_a_gateway_over_the_broker() {
     );
     assert_eq!(code, 0, "{plot}");
     assert_eq!(plot["artifact"]["content_type"], "image/png");
+    // The model gets a handle, not base64: the PNG is a file in the gateway's data folder.
+    assert!(plot["artifact"].get("bytes_base64").is_none(), "{plot}");
+    let id = plot["artifact"]["id"].as_str().unwrap();
+    assert!(id.starts_with("art-"), "{plot}");
+    let path = std::path::PathBuf::from(plot["artifact"]["path"].as_str().unwrap());
+    assert!(
+        path.starts_with(dir.path().join("gw-home").join("artifacts")),
+        "{path:?}"
+    );
+    let png = std::fs::read(&path).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(plot["artifact"]["size_bytes"], png.len());
     let _ = peer.kill();
     let _ = peer.wait();
 }
@@ -736,4 +755,37 @@ fn over_tls_with_the_brokers_ca_calls_round_trip_and_an_untrusted_broker_is_refu
     assert!(!link.wait_for("plot_series", true, Duration::from_secs(1)));
     let err = link.connection_error().unwrap_or_default();
     assert!(err.contains("TLS") || err.contains("certificate"), "{err}");
+}
+
+#[test]
+fn an_answer_larger_than_an_mqtt_packet_arrives_whole_in_chunks() {
+    let broker = Mosquitto::start();
+    let host = TestHost::new(Duration::ZERO);
+    let _server = peer(&broker, "p-big", host.clone());
+    let rt = runtime(Config {
+        mqtt: Some(mqtt(&broker, Some(20_000))),
+        ..Config::default()
+    });
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_for("code_run", true, Duration::from_secs(5)));
+    let v = rt
+        .call(
+            &session(),
+            Via::Direct,
+            "code_run",
+            json!({"language": "shell", "code": "big"}),
+        )
+        .unwrap();
+    let big = v["big"].as_str().unwrap();
+    assert_eq!(big.len(), 3_000_000);
+    assert!(big
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b == b'a' + (i % 26) as u8));
+    assert_eq!(host.count(), 1);
+    // Small answers still travel in one message, and the link keeps working.
+    let v = rt
+        .call(&session(), Via::Direct, "plot_series", plot_args())
+        .unwrap();
+    assert_eq!(v["tool"], "plot_series");
 }

@@ -29,6 +29,106 @@ use std::time::{Duration, Instant};
 pub const MAX_PACKET: u32 = 1024 * 1024;
 /// How many requests may wait in the client's queue before a call is refused.
 pub const QUEUE: usize = 64;
+/// Responses longer than this travel as several messages (see [`publish_response`]).
+pub const CHUNK: usize = 512 * 1024;
+/// The most chunks one response may have (64 MiB at [`CHUNK`] bytes each).
+pub const MAX_CHUNKS: usize = 128;
+/// The user property that marks a chunk: `"i/n"`, 1-based.
+pub const CHUNK_PROPERTY: &str = "covo-chunk";
+
+/// Publishes a response body with its correlation data: in one message when it fits in
+/// [`CHUNK`] bytes, else as numbered chunks (user property `covo-chunk: i/n`) that the
+/// receiver joins in order of `i`. `may_wait`: when the client's queue is full, wait for room
+/// (only off the poll task); otherwise give up at once.
+pub(crate) fn publish_response(
+    client: &AsyncClient,
+    topic: &str,
+    correlation: Option<Bytes>,
+    body: &[u8],
+    may_wait: bool,
+) -> Result<(), String> {
+    let chunks: Vec<&[u8]> = if body.len() <= CHUNK {
+        vec![body]
+    } else {
+        body.chunks(CHUNK).collect()
+    };
+    let n = chunks.len();
+    if n > MAX_CHUNKS {
+        return Err(format!(
+            "the response is {} bytes, over the {} MiB limit",
+            body.len(),
+            MAX_CHUNKS * CHUNK / (1024 * 1024)
+        ));
+    }
+    for (i, c) in chunks.iter().enumerate() {
+        let mut props = PublishProperties {
+            correlation_data: correlation.clone(),
+            content_type: Some("application/json".into()),
+            ..Default::default()
+        };
+        if n > 1 {
+            props
+                .user_properties
+                .push((CHUNK_PROPERTY.into(), format!("{}/{n}", i + 1)));
+        }
+        let mut waited = Duration::ZERO;
+        loop {
+            match client.try_publish_with_properties(
+                topic,
+                QoS::AtLeastOnce,
+                false,
+                c.to_vec(),
+                props.clone(),
+            ) {
+                Ok(()) => break,
+                Err(_) if may_wait && waited < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    waited += Duration::from_millis(5);
+                }
+                Err(e) => return Err(format!("cannot queue the response: {e}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Chunks of responses still being received, by call id: (n, the chunks so far).
+#[derive(Default)]
+struct Partial {
+    calls: HashMap<String, (usize, Vec<Option<Bytes>>)>,
+}
+
+impl Partial {
+    /// Adds chunk `spec` (`"i/n"`) of call `id`; the whole body once every chunk is in.
+    fn add(&mut self, id: &str, spec: &str, data: Bytes) -> Option<Vec<u8>> {
+        let (i, n) = spec.split_once('/')?;
+        let (i, n) = (i.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
+        if n == 0 || n > MAX_CHUNKS || i == 0 || i > n {
+            return None;
+        }
+        let entry = self
+            .calls
+            .entry(id.to_string())
+            .or_insert_with(|| (n, vec![None; n]));
+        if entry.0 != n {
+            self.calls.remove(id);
+            return None;
+        }
+        entry.1[i - 1] = Some(data);
+        if entry.1.iter().any(Option::is_none) {
+            return None;
+        }
+        let (_, parts) = self.calls.remove(id)?;
+        Some(
+            parts
+                .into_iter()
+                .flatten()
+                .flat_map(|b| b.to_vec())
+                .collect(),
+        )
+    }
+}
+
 /// At most this many QoS 1 publishes await their PUBACK. rumqttc's default is 65535, for which
 /// it preallocates a slot table of ~14 MiB per client — more than the rest of `covo run`.
 pub const MAX_INFLIGHT: u16 = 256;
@@ -392,6 +492,7 @@ struct GatewayHandler {
     topics: Topics,
     gateway: String,
     sync_topic: String,
+    partial: Partial,
 }
 
 impl Handler for GatewayHandler {
@@ -478,19 +579,46 @@ impl Handler for GatewayHandler {
         } else if topic == self.topics.response(&self.gateway)
             || topic == self.topics.swarm_response(&self.gateway)
         {
-            let Ok(resp) = serde_json::from_slice::<Response>(&p.payload) else {
+            let correlation = p
+                .properties
+                .as_ref()
+                .and_then(|pr| pr.correlation_data.as_ref())
+                .map(|c| String::from_utf8_lossy(c).into_owned());
+            let chunk = p.properties.as_ref().and_then(|pr| {
+                pr.user_properties
+                    .iter()
+                    .find(|(k, _)| k == CHUNK_PROPERTY)
+                    .map(|(_, v)| v.clone())
+            });
+            let whole;
+            let body: &[u8] = match (chunk, &correlation) {
+                (None, _) => &p.payload,
+                (Some(spec), Some(id)) => {
+                    // Chunks are kept only for calls still waiting; the rest are dropped.
+                    {
+                        let st = self.shared.lock();
+                        if !st.pending.contains_key(id) {
+                            return;
+                        }
+                        self.partial.calls.retain(|k, _| st.pending.contains_key(k));
+                    }
+                    match self.partial.add(id, &spec, p.payload.clone()) {
+                        Some(b) => {
+                            whole = b;
+                            &whole
+                        }
+                        None => return,
+                    }
+                }
+                (Some(_), None) => return,
+            };
+            let Ok(resp) = serde_json::from_slice::<Response>(body) else {
                 tracing::warn!(topic, "unparsable response dropped");
                 return;
             };
             // A response counts only when its correlation data and its body name the same
             // pending call: a stray or forged message without both is dropped.
-            let Some(id) = p
-                .properties
-                .as_ref()
-                .and_then(|pr| pr.correlation_data.as_ref())
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .filter(|id| *id == resp.call_id)
-            else {
+            let Some(id) = correlation.filter(|id| *id == resp.call_id) else {
                 tracing::warn!(call_id = %resp.call_id, "response without matching correlation data dropped");
                 return;
             };
@@ -558,6 +686,7 @@ impl PeerLink {
             topics: topics.clone(),
             gateway: gateway.clone(),
             sync_topic: format!("{}/{gateway}/peer/sync/{nonce}", topics.prefix),
+            partial: Partial::default(),
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let thread = spawn_driver(
@@ -764,14 +893,13 @@ impl PeerLink {
         resp: &Response,
     ) -> Result<(), String> {
         let body = serde_json::to_vec(resp).map_err(|e| e.to_string())?;
-        let props = PublishProperties {
-            correlation_data: correlation.map(Bytes::from),
-            content_type: Some("application/json".into()),
-            ..Default::default()
-        };
-        self.client
-            .try_publish_with_properties(response_topic, QoS::AtLeastOnce, false, body, props)
-            .map_err(|e| format!("cannot queue the response: {e}"))
+        publish_response(
+            &self.client,
+            response_topic,
+            correlation.map(Bytes::from),
+            &body,
+            true,
+        )
     }
 
     fn round_trip(
@@ -988,6 +1116,25 @@ mod tests {
         assert!(topic_matches("a/b", "a/b"));
         assert!(!topic_matches("#", "$SYS/x"));
         assert!(!topic_matches("greenhouse/#", "garage/x"));
+    }
+
+    #[test]
+    fn chunks_join_in_index_order_and_bad_ones_are_refused() {
+        let mut p = Partial::default();
+        assert_eq!(p.add("c", "2/3", Bytes::from_static(b"bb")), None);
+        assert_eq!(p.add("c", "3/3", Bytes::from_static(b"c")), None);
+        assert_eq!(
+            p.add("c", "1/3", Bytes::from_static(b"a")),
+            Some(b"abbc".to_vec())
+        );
+        assert!(p.calls.is_empty());
+        for bad in ["0/2", "3/2", "1/0", "x/2", "1", "1/999"] {
+            assert_eq!(p.add("d", bad, Bytes::from_static(b"z")), None, "{bad}");
+        }
+        // A chunk that disagrees about the count drops what was gathered.
+        assert_eq!(p.add("e", "1/2", Bytes::from_static(b"a")), None);
+        assert_eq!(p.add("e", "2/3", Bytes::from_static(b"b")), None);
+        assert!(!p.calls.contains_key("e"));
     }
 
     #[test]

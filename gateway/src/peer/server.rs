@@ -11,7 +11,7 @@ use super::backends::Backends;
 use super::mqtt::{options, spawn_driver, status_will, Handler, Stop};
 use super::protocol::{self, Request, Response, Status, Topics};
 use crate::error::ToolError;
-use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
+use rumqttc::v5::mqttbytes::v5::Publish;
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::AsyncClient;
 use serde_json::Value;
@@ -120,16 +120,18 @@ struct PeerHandler {
     executed: Arc<std::sync::atomic::AtomicU64>,
 }
 
-fn reply(client: &AsyncClient, topic: String, correlation: Option<bytes::Bytes>, r: &Response) {
-    let props = PublishProperties {
-        correlation_data: correlation,
-        content_type: Some("application/json".into()),
-        ..Default::default()
-    };
+/// Answers on `topic`. On the poll task (`may_wait` false) a full queue drops the answer; on a
+/// worker thread it waits for room, so a large chunked answer goes out whole.
+fn reply(
+    client: &AsyncClient,
+    topic: String,
+    correlation: Option<bytes::Bytes>,
+    r: &Response,
+    may_wait: bool,
+) {
     let body = serde_json::to_vec(r).unwrap_or_default();
-    if let Err(e) = client.try_publish_with_properties(topic, QoS::AtLeastOnce, false, body, props)
-    {
-        tracing::warn!(error = %e, call_id = r.call_id, "cannot queue a peer response");
+    if let Err(e) = super::mqtt::publish_response(client, &topic, correlation, &body, may_wait) {
+        tracing::warn!(error = %e, call_id = r.call_id, "cannot send a peer response");
     }
 }
 
@@ -166,7 +168,7 @@ impl Handler for PeerHandler {
                     .map(|c| String::from_utf8_lossy(c).into_owned())
                     .unwrap_or_default();
                 let r = Response::err(&id, "bad_request", format!("not a request: {e}"));
-                reply(client, res_topic, correlation, &r);
+                reply(client, res_topic, correlation, &r, false);
                 return;
             }
         };
@@ -178,7 +180,7 @@ impl Handler for PeerHandler {
             .unwrap_or_else(|p| p.into_inner())
             .admit(&req.call_id)
         {
-            Some(Some(cached)) => return reply(client, res_topic, correlation, &cached),
+            Some(Some(cached)) => return reply(client, res_topic, correlation, &cached, false),
             Some(None) => return,
             None => {}
         }
@@ -210,7 +212,7 @@ impl Handler for PeerHandler {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .finish(&req.call_id, &resp);
-            reply(&client, res_topic, correlation, &resp);
+            reply(&client, res_topic, correlation, &resp, true);
         });
     }
 }

@@ -7,11 +7,13 @@
 //! - `transcribe_audio`: `POST {base}/audio/transcriptions` as `multipart/form-data` (built
 //!   here: three text fields and one file part do not justify reqwest's `multipart` feature).
 //!
-//! Artifacts travel inline as base64 for now, capped at [`MAX_ARTIFACT_BYTES`]; the protocol's
-//! chunked or URL transfer of large artifacts is not implemented. Input artifacts
+//! Artifacts travel as base64 inside the result, capped at [`MAX_ARTIFACT_BYTES`]; a response
+//! over 512 KiB is sent in chunks (`peer::mqtt::publish_response`), and the gateway stores each
+//! artifact as a file and gives the model its id (`crate::artifacts`). Input artifacts
 //! (`image`, `audio`) are accepted as a `data:` URL or bare base64 (and, for `image`, an
-//! http(s) URL the vision model fetches itself); artifact ids held by the gateway are not
-//! resolvable on the peer yet and fail with a hint.
+//! http(s) URL the vision model fetches itself); the gateway turns its own artifact ids into
+//! `data:` URLs before it forwards a call, so an id reaching the peer is unknown here and fails
+//! with a hint.
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
