@@ -5,8 +5,11 @@
 # and file-backed (the mapped binary and libraries) pages, from /proc/PID/status.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo build --release -p covo-gateway --bin covo >/dev/null 2>&1
-bin=$PWD/target/release/covo
+# BIN=path measures another build of covo (e.g. one with other profile settings).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -p covo-gateway --bin covo >/dev/null 2>&1
+fi
+bin=${BIN:-$PWD/target/release/covo}
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 [ -x "$mosq" ] || { echo "run-rss: mosquitto is missing (apt-get install -y mosquitto)" >&2; exit 1; }
 settle=${SETTLE:-5}
