@@ -12,6 +12,8 @@
 //! - `semantic_memory_store`, `semantic_memory_search`: when `[peer.backends.openai]` has a
 //!   `base_url` and an `embedding_model` and the SQLite vector store opens.
 //! - `web_search`: when `[peer.backends.web_search]` names a SearXNG instance or a Brave key.
+//! - `code_graph`: when built with the `code-graph` feature (a default) and
+//!   `[peer.backends.code_graph] root` names an existing directory.
 
 use std::time::Instant;
 
@@ -20,6 +22,8 @@ use serde_json::Value;
 use crate::error::ToolError;
 
 mod code;
+#[cfg(feature = "code-graph")]
+mod graph;
 mod http;
 mod openai;
 mod plot;
@@ -52,6 +56,27 @@ pub struct BackendsConfig {
     /// `semantic_memory_*`: where the vectors live.
     #[serde(default)]
     pub semantic_memory: SemanticMemoryConfig,
+    /// `code_graph`: the source tree it may read, and its caps.
+    #[serde(default)]
+    pub code_graph: CodeGraphConfig,
+}
+
+/// Settings of `code_graph` (a symbol and call graph of Rust, Python and C sources). Parsed
+/// in every build; served only by builds with the `code-graph` feature.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodeGraphConfig {
+    /// The source tree (e.g. `/srv/code`); the tool's `path` is relative to it and cannot leave
+    /// it. Unset or missing: `code_graph` is not served.
+    pub root: Option<std::path::PathBuf>,
+    /// At most this many source files are parsed per call (default 5000).
+    pub max_files: Option<usize>,
+    /// At most this many source bytes are parsed per call (default 20 MiB).
+    pub max_total_bytes: Option<u64>,
+    /// Larger files are skipped (default 1 MiB).
+    pub max_file_bytes: Option<u64>,
+    /// At most this many matches are returned (default 200); the result still counts them all.
+    pub max_matches: Option<usize>,
 }
 
 /// The vector store of `semantic_memory_store` / `semantic_memory_search`.
@@ -152,11 +177,17 @@ pub struct Backends {
     search: search::WebSearch,
     media: openai::Media,
     semantic: Option<semantic::Semantic>,
+    #[cfg(feature = "code-graph")]
+    graph: Option<graph::CodeGraph>,
 }
 
 impl Backends {
     /// Probes what can run here (interpreters, sandboxing) and keeps the usable backends.
     pub fn from_config(cfg: &BackendsConfig) -> Backends {
+        #[cfg(not(feature = "code-graph"))]
+        if cfg.code_graph.root.is_some() {
+            tracing::warn!("code_graph is configured but this build has no code-graph feature");
+        }
         Backends {
             plot: plot::Plot::new(&cfg.plot_series),
             web: web::WebFetch::new(&cfg.web_fetch),
@@ -164,6 +195,8 @@ impl Backends {
             search: search::WebSearch::new(&cfg.web_search),
             media: openai::Media::new(&cfg.openai, &cfg.tts),
             semantic: semantic::Semantic::new(&cfg.openai, &cfg.semantic_memory),
+            #[cfg(feature = "code-graph")]
+            graph: graph::CodeGraph::new(&cfg.code_graph),
         }
     }
 
@@ -179,6 +212,10 @@ impl Backends {
         tools.extend(self.media.tools());
         if self.semantic.is_some() {
             tools.extend([semantic::STORE, semantic::SEARCH]);
+        }
+        #[cfg(feature = "code-graph")]
+        if self.graph.is_some() {
+            tools.push(graph::TOOL);
         }
         tools
     }
@@ -210,6 +247,11 @@ impl Backends {
                 Some(s) => s.run(tool, &args, deadline),
                 None => unreachable!("listed only with a store"),
             },
+            #[cfg(feature = "code-graph")]
+            graph::TOOL => match &self.graph {
+                Some(g) => g.run(&args, deadline),
+                None => unreachable!("listed only with a root"),
+            },
             _ => unreachable!("tools() lists only implemented backends"),
         }
     }
@@ -222,6 +264,7 @@ mod tests {
 
     #[test]
     fn tools_never_lists_an_unimplemented_tool() {
+        // `code_graph` is implemented but needs a configured root.
         let b = Backends::from_config(&BackendsConfig::default());
         for missing in [
             "web_search",
@@ -285,6 +328,46 @@ mod tests {
         for t in ["image_generate", "tts_synthesize", "transcribe_audio"] {
             assert!(!tools.contains(&t), "{t} listed without its model");
         }
+    }
+
+    #[test]
+    fn code_graph_is_listed_only_with_an_existing_root_and_the_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "def f():\n    g()\n").unwrap();
+        let with_root = |root: &std::path::Path| {
+            let cfg: BackendsConfig = toml::from_str(&format!(
+                "code_graph = {{ root = {:?}, max_files = 10 }}",
+                root
+            ))
+            .unwrap();
+            Backends::from_config(&cfg)
+        };
+        let missing = with_root(&dir.path().join("nope"));
+        assert!(!missing.tools().contains(&"code_graph"));
+        let b = with_root(dir.path());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        #[cfg(feature = "code-graph")]
+        {
+            assert!(b.tools().contains(&"code_graph"));
+            let v = b
+                .call(
+                    "code_graph",
+                    serde_json::json!({"symbol": "g", "query": "callers"}),
+                    deadline,
+                )
+                .unwrap();
+            assert_eq!(v["matches"][0]["caller"], "f");
+            assert_eq!(v["matches"][0]["line"], 2);
+        }
+        #[cfg(not(feature = "code-graph"))]
+        {
+            assert!(!b.tools().contains(&"code_graph"));
+            let err = b
+                .call("code_graph", serde_json::json!({"symbol": "g"}), deadline)
+                .unwrap_err();
+            assert!(matches!(err, ToolError::Unavailable { .. }));
+        }
+        assert!(toml::from_str::<BackendsConfig>("code_graph = { roots = \"/\" }").is_err());
     }
 
     #[test]
