@@ -36,6 +36,8 @@ done
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
+echo "== clippy (covo-gateway without default features)"
+cargo clippy -p covo-gateway --no-default-features --all-targets -- -D warnings
 echo "== firmware"
 (cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)
 (cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)

@@ -578,16 +578,30 @@ fn after_a_broker_restart_both_sides_reconnect_resubscribe_and_calls_work_again(
 }
 
 #[test]
-fn the_real_covo_peer_runs_code_and_plots_for_a_gateway_over_the_broker() {
+fn the_real_covo_peer_runs_code_plots_and_graphs_code_for_a_gateway_over_the_broker() {
     let broker = Mosquitto::start();
     let dir = tempfile::tempdir().unwrap();
     let peer_cfg = dir.path().join("peer.toml");
     std::fs::write(
         &peer_cfg,
         format!(
-            "[mqtt]\nurl = \"{}\"\n[peer]\nid = \"real\"\n",
-            broker.url()
+            "[mqtt]\nurl = \"{}\"\n[peer]\nid = \"real\"\n\
+             [peer.backends.code_graph]\nroot = {:?}\n",
+            broker.url(),
+            dir.path().join("code")
         ),
+    )
+    .unwrap();
+    // The tree `code_graph` reads: `f` calls `g` twice, once from Python and once from Rust.
+    std::fs::create_dir_all(dir.path().join("code/app")).unwrap();
+    std::fs::write(
+        dir.path().join("code/app/main.py"),
+        "def g():\n    return 1\n\n\ndef f():\n    return g() + 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("code/lib.rs"),
+        "fn g() {}\nfn f() {\n    g();\n}\n",
     )
     .unwrap();
     let mut peer = std::process::Command::new(env!("CARGO_BIN_EXE_covo"))
@@ -651,6 +665,40 @@ fn the_real_covo_peer_runs_code_and_plots_for_a_gateway_over_the_broker() {
     let png = std::fs::read(&path).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_eq!(plot["artifact"]["size_bytes"], png.len());
+    let (code, graph) = call("code_graph", r#"{"symbol":"g","query":"callers"}"#);
+    #[cfg(feature = "code-graph")]
+    {
+        assert_eq!(code, 0, "{graph}");
+        let sites: Vec<(&str, u64, &str)> = graph["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["file"].as_str().unwrap(),
+                    m["line"].as_u64().unwrap(),
+                    m["caller"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sites,
+            [("app/main.py", 6, "f"), ("lib.rs", 3, "f")],
+            "{graph}"
+        );
+        assert_eq!(graph["languages"], json!({"python": 1, "rust": 1}));
+        // A path out of the root is refused on the peer as an argument error.
+        let (code, err) = call("code_graph", r#"{"symbol":"g","path":"../.."}"#);
+        assert_eq!(code, 1, "{err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("invalid_arguments") && message.contains("/path"),
+            "{err}"
+        );
+    }
+    // Without the feature the peer does not advertise it, so nobody serves it.
+    #[cfg(not(feature = "code-graph"))]
+    assert_eq!(code, 1, "{graph}");
     let _ = peer.kill();
     let _ = peer.wait();
 }

@@ -16,6 +16,9 @@
 //!   a model (`[llm]` of the peer's config, `COVO_LLM_*` overriding it, as for `covo chat`); the
 //!   `subagent_*` tools also need the peer's SQLite store (`$COVO_HOME/covo.db`) to open.
 //!
+//! - `code_graph`: when built with the `code-graph` feature (a default) and
+//!   `[peer.backends.code_graph] root` names an existing directory.
+//!
 //! A sub-agent's own peer tools run through [`Local`], this process's backends without the
 //! `subagent_*` tools (sub-agents do not nest).
 
@@ -29,6 +32,8 @@ use crate::error::ToolError;
 use crate::llm::ChatModel;
 
 mod code;
+#[cfg(feature = "code-graph")]
+mod graph;
 mod http;
 mod model;
 mod openai;
@@ -73,6 +78,27 @@ pub struct BackendsConfig {
     /// `subagent_*`: budgets and the default toolsets.
     #[serde(default)]
     pub subagents: SubAgentsConfig,
+    /// `code_graph`: the source tree it may read, and its caps.
+    #[serde(default)]
+    pub code_graph: CodeGraphConfig,
+}
+
+/// Settings of `code_graph` (a symbol and call graph of Rust, Python and C sources). Parsed
+/// in every build; served only by builds with the `code-graph` feature.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodeGraphConfig {
+    /// The source tree (e.g. `/srv/code`); the tool's `path` is relative to it and cannot leave
+    /// it. Unset or missing: `code_graph` is not served.
+    pub root: Option<std::path::PathBuf>,
+    /// At most this many source files are parsed per call (default 5000).
+    pub max_files: Option<usize>,
+    /// At most this many source bytes are parsed per call (default 20 MiB).
+    pub max_total_bytes: Option<u64>,
+    /// Larger files are skipped (default 1 MiB).
+    pub max_file_bytes: Option<u64>,
+    /// At most this many matches are returned (default 200); the result still counts them all.
+    pub max_matches: Option<usize>,
 }
 
 /// The sub-agents the peer runs for `subagent_spawn` (with the model of the peer's `[llm]`).
@@ -192,6 +218,8 @@ struct Local {
     media: openai::Media,
     semantic: Option<semantic::Semantic>,
     tests: Option<testgen::TestGen>,
+    #[cfg(feature = "code-graph")]
+    graph: Option<graph::CodeGraph>,
 }
 
 impl Local {
@@ -210,6 +238,10 @@ impl Local {
         if self.tests.is_some() {
             tools.push(testgen::TOOL);
         }
+        #[cfg(feature = "code-graph")]
+        if self.graph.is_some() {
+            tools.push(graph::TOOL);
+        }
         tools
     }
 
@@ -225,6 +257,11 @@ impl Local {
             semantic::STORE | semantic::SEARCH => match &self.semantic {
                 Some(s) => s.run(tool, &args, deadline),
                 None => unreachable!("listed only with a store"),
+            },
+            #[cfg(feature = "code-graph")]
+            graph::TOOL => match &self.graph {
+                Some(g) => g.run(&args, deadline),
+                None => unreachable!("listed only with a root"),
             },
             testgen::TOOL => match &self.tests {
                 Some(t) => t.run(&args, deadline),
@@ -328,6 +365,10 @@ impl Backends {
     }
 
     fn local(cfg: &BackendsConfig, model: Option<Arc<PeerModel>>) -> Local {
+        #[cfg(not(feature = "code-graph"))]
+        if cfg.code_graph.root.is_some() {
+            tracing::warn!("code_graph is configured but this build has no code-graph feature");
+        }
         Local {
             plot: plot::Plot::new(&cfg.plot_series),
             web: web::WebFetch::new(&cfg.web_fetch),
@@ -336,6 +377,8 @@ impl Backends {
             media: openai::Media::new(&cfg.openai, &cfg.tts),
             semantic: semantic::Semantic::new(&cfg.openai, &cfg.semantic_memory),
             tests: model.map(testgen::TestGen::new),
+            #[cfg(feature = "code-graph")]
+            graph: graph::CodeGraph::new(&cfg.code_graph),
         }
     }
 
@@ -461,5 +504,45 @@ mod tests {
         assert!(toml::from_str::<BackendsConfig>("plot_series = { width = 300 }").is_ok());
         assert!(toml::from_str::<BackendsConfig>("bogus = 1").is_err());
         assert!(toml::from_str::<BackendsConfig>("plot_series = { depth = 3 }").is_err());
+    }
+
+    #[test]
+    fn code_graph_is_listed_only_with_an_existing_root_and_the_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "def f():\n    g()\n").unwrap();
+        let with_root = |root: &std::path::Path| {
+            let cfg: BackendsConfig = toml::from_str(&format!(
+                "code_graph = {{ root = {:?}, max_files = 10 }}",
+                root
+            ))
+            .unwrap();
+            Backends::from_config(&cfg)
+        };
+        let missing = with_root(&dir.path().join("nope"));
+        assert!(!missing.tools().contains(&"code_graph"));
+        let b = with_root(dir.path());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        #[cfg(feature = "code-graph")]
+        {
+            assert!(b.tools().contains(&"code_graph"));
+            let v = b
+                .call(
+                    "code_graph",
+                    serde_json::json!({"symbol": "g", "query": "callers"}),
+                    deadline,
+                )
+                .unwrap();
+            assert_eq!(v["matches"][0]["caller"], "f");
+            assert_eq!(v["matches"][0]["line"], 2);
+        }
+        #[cfg(not(feature = "code-graph"))]
+        {
+            assert!(!b.tools().contains(&"code_graph"));
+            let err = b
+                .call("code_graph", serde_json::json!({"symbol": "g"}), deadline)
+                .unwrap_err();
+            assert!(matches!(err, ToolError::Unavailable { .. }));
+        }
+        assert!(toml::from_str::<BackendsConfig>("code_graph = { roots = \"/\" }").is_err());
     }
 }
