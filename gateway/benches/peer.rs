@@ -11,13 +11,11 @@ use covo::exec::Session;
 use covo::peer::server::{PeerServer, ServerOptions, ToolHost};
 use covo::runtime::{Runtime, RuntimeOptions, Via};
 use covo::store::Store;
-use covo_tests::broker::Mosquitto;
-use rumqttc::v5::mqttbytes::v5::Packet;
+use covo_tests::broker::{raw, Mosquitto, Raw};
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::{Client, Event, MqttOptions};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 struct Echo;
@@ -31,38 +29,6 @@ impl ToolHost for Echo {
     }
 }
 
-/// A QoS 1 client with TCP_NODELAY subscribed to `topic`; returns it and its incoming payloads.
-fn client(port: u16, id: &str, topic: &str) -> (Client, mpsc::Receiver<Vec<u8>>) {
-    let mut o = MqttOptions::new(id, "127.0.0.1", port);
-    let mut net = rumqttc::NetworkOptions::new();
-    net.set_tcp_nodelay(true);
-    o.set_network_options(net);
-    let (c, mut conn) = Client::new(o, 64);
-    c.subscribe(topic, QoS::AtLeastOnce).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let (ready_tx, ready_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for ev in conn.iter() {
-            match ev {
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    let _ = ready_tx.send(());
-                }
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    if tx.send(p.payload.to_vec()).is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("suback");
-    (c, rx)
-}
-
 fn p50(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -73,12 +39,17 @@ fn main() {
     let n = 900;
 
     // Raw ping-pong: A publishes on ping, B echoes on pong.
-    let (a, a_rx) = client(broker.port(), "bench-a", "bench/pong");
-    let (b, b_rx) = client(broker.port(), "bench-b", "bench/ping");
-    let b2 = b.clone();
+    let Raw {
+        client: a,
+        rx: a_rx,
+    } = raw(broker.port(), "bench/pong");
+    let Raw {
+        client: b,
+        rx: b_rx,
+    } = raw(broker.port(), "bench/ping");
     std::thread::spawn(move || {
         for msg in b_rx {
-            let _ = b2.publish("bench/pong", QoS::AtLeastOnce, false, msg);
+            let _ = b.publish("bench/pong", QoS::AtLeastOnce, false, msg.payload);
         }
     });
     let ping = |i: usize| {

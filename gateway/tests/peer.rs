@@ -262,59 +262,13 @@ fn a_timeout_is_a_clean_error_reads_are_retried_once_and_writes_never() {
     assert_eq!(host.count(), 2);
 }
 
-/// A raw MQTT 5 client, as another gateway would be: publishes requests, collects responses.
-mod raw {
-    use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
-    use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::{Client, Event, MqttOptions};
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    pub struct Raw {
-        pub client: Client,
-        pub rx: mpsc::Receiver<(Option<bytes::Bytes>, Vec<u8>)>,
-    }
-
-    pub fn connect(port: u16, subscribe: &str) -> Raw {
-        let mut o = MqttOptions::new(format!("raw-{}", fastrand::u32(..)), "127.0.0.1", port);
-        o.set_max_packet_size(Some(1 << 20));
-        let mut net = rumqttc::NetworkOptions::new();
-        net.set_tcp_nodelay(true);
-        o.set_network_options(net);
-        let (client, mut conn) = Client::new(o, 16);
-        client.subscribe(subscribe, QoS::AtLeastOnce).unwrap();
-        let (tx, rx) = mpsc::channel();
-        let (ready_tx, ready_rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for ev in conn.iter() {
-                match ev {
-                    Ok(Event::Incoming(Packet::SubAck(_))) => {
-                        let _ = ready_tx.send(());
-                    }
-                    Ok(Event::Incoming(Packet::Publish(p))) => {
-                        let corr = p.properties.and_then(|pr| pr.correlation_data);
-                        if tx.send((corr, p.payload.to_vec())).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(_) => return,
-                }
-            }
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("suback");
-        Raw { client, rx }
-    }
-
-    pub fn props(response_topic: &str, call_id: &str) -> PublishProperties {
-        PublishProperties {
-            response_topic: Some(response_topic.into()),
-            correlation_data: Some(bytes::Bytes::from(call_id.as_bytes().to_vec())),
-            message_expiry_interval: Some(30),
-            ..Default::default()
-        }
+/// Request properties as another gateway would set them.
+fn props(response_topic: &str, call_id: &str) -> rumqttc::v5::mqttbytes::v5::PublishProperties {
+    rumqttc::v5::mqttbytes::v5::PublishProperties {
+        response_topic: Some(response_topic.into()),
+        correlation_data: Some(bytes::Bytes::from(call_id.as_bytes().to_vec())),
+        message_expiry_interval: Some(30),
+        ..Default::default()
     }
 }
 
@@ -335,7 +289,7 @@ fn a_redelivered_request_runs_the_tool_once_and_both_get_the_answer() {
         .wait_for("plot_series", true, Duration::from_secs(5)));
 
     let res = topics.response("gwraw");
-    let raw = raw::connect(broker.port(), &res);
+    let raw = covo_tests::broker::raw(broker.port(), &res);
     let req = Request {
         call_id: "dup-1".into(),
         tool: "plot_series".into(),
@@ -351,15 +305,15 @@ fn a_redelivered_request_runs_the_tool_once_and_both_get_the_answer() {
                 rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
                 false,
                 body.clone(),
-                raw::props(&res, "dup-1"),
+                props(&res, "dup-1"),
             )
             .unwrap();
     }
     // The first answer comes when the tool finishes; the second request arrived while it ran
     // and is dropped. A third, after it finished, gets the cached answer.
-    let (corr, payload) = raw.rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    assert_eq!(corr.as_deref(), Some(&b"dup-1"[..]));
-    let r: Response = serde_json::from_slice(&payload).unwrap();
+    let first = raw.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(first.correlation.as_deref(), Some(&b"dup-1"[..]));
+    let r: Response = serde_json::from_slice(&first.payload).unwrap();
     assert!(r.ok);
     raw.client
         .publish_with_properties(
@@ -367,11 +321,14 @@ fn a_redelivered_request_runs_the_tool_once_and_both_get_the_answer() {
             rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
             false,
             body,
-            raw::props(&res, "dup-1"),
+            props(&res, "dup-1"),
         )
         .unwrap();
-    let (_, again) = raw.rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    assert_eq!(serde_json::from_slice::<Response>(&again).unwrap(), r);
+    let again = raw.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Response>(&again.payload).unwrap(),
+        r
+    );
     assert!(raw.rx.recv_timeout(Duration::from_millis(200)).is_err());
     assert_eq!(host.count(), 1, "the tool ran once for three deliveries");
 }
@@ -452,7 +409,7 @@ fn covo_peer_as_a_process_announces_itself_and_its_will_fires_when_it_is_killed(
     let broker = Mosquitto::start();
     let topics = Topics::new("covo");
     let status = topics.peer_status("proc1");
-    let raw = raw::connect(broker.port(), &status);
+    let raw = covo_tests::broker::raw(broker.port(), &status);
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("covo.toml");
     std::fs::write(
@@ -473,11 +430,11 @@ fn covo_peer_as_a_process_announces_itself_and_its_will_fires_when_it_is_killed(
         .spawn()
         .unwrap();
     let next = |what: &str| -> Value {
-        let (_, body) = raw
+        let m = raw
             .rx
             .recv_timeout(Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("no {what} status"));
-        serde_json::from_slice(&body).unwrap()
+        serde_json::from_slice(&m.payload).unwrap()
     };
     let birth = next("birth");
     assert_eq!(birth["status"], "online");

@@ -340,42 +340,6 @@ fn a_sub_agent_running_when_the_peer_died_is_interrupted_at_the_next_start() {
 
 // ---------------------------------------------------------------- through the broker
 
-fn raw_client(
-    port: u16,
-    subscribe: &str,
-) -> (rumqttc::v5::Client, std::sync::mpsc::Receiver<Vec<u8>>) {
-    use rumqttc::v5::mqttbytes::v5::Packet;
-    use rumqttc::v5::{Client, Event, MqttOptions};
-    let mut o = MqttOptions::new(format!("raw-{}", fastrand::u32(..)), "127.0.0.1", port);
-    o.set_max_packet_size(Some(1 << 20));
-    let (client, mut conn) = Client::new(o, 16);
-    client
-        .subscribe(subscribe, rumqttc::v5::mqttbytes::QoS::AtLeastOnce)
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for ev in conn.iter() {
-            match ev {
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    let _ = ready_tx.send(());
-                }
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    if tx.send(p.payload.to_vec()).is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("suback");
-    (client, rx)
-}
-
 #[test]
 fn a_redelivered_spawn_starts_one_sub_agent() {
     let broker = Mosquitto::start();
@@ -397,10 +361,16 @@ fn a_redelivered_spawn_starts_one_sub_agent() {
     let server = PeerServer::start(&opts, backends.clone()).unwrap();
     let topics = Topics::new("covo");
     // The birth is retained: once it is seen, the peer's subscription is in place.
-    let (_status, births) = raw_client(broker.port(), &topics.peer_status("p-dedup"));
-    births.recv_timeout(Duration::from_secs(10)).expect("birth");
+    let births = covo_tests::broker::raw(broker.port(), &topics.peer_status("p-dedup"));
+    births
+        .rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("birth");
     let res = topics.response("gwraw");
-    let (client, answers) = raw_client(broker.port(), &res);
+    let covo_tests::broker::Raw {
+        client,
+        rx: answers,
+    } = covo_tests::broker::raw(broker.port(), &res);
     let req = Request {
         call_id: "spawn-1".into(),
         tool: "subagent_spawn".into(),
@@ -427,7 +397,7 @@ fn a_redelivered_spawn_starts_one_sub_agent() {
     }
     let mut handles = Vec::new();
     while let Ok(a) = answers.recv_timeout(Duration::from_secs(2)) {
-        let r: Response = serde_json::from_slice(&a).unwrap();
+        let r: Response = serde_json::from_slice(&a.payload).unwrap();
         assert!(r.ok, "{r:?}");
         handles.push(r.result.unwrap()["handle"].as_str().unwrap().to_string());
     }

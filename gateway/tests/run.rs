@@ -1,64 +1,13 @@
 //! `covo run`: the daemon against a real mosquitto and the scripted LLM server.
 
-use covo_tests::broker::Mosquitto;
+use covo_tests::broker::{raw, Mosquitto};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
-use rumqttc::v5::mqttbytes::v5::Packet;
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::{Client, Event, MqttOptions};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// A plain MQTT client: every message on `filter` as (topic, payload, retain).
-struct Raw {
-    client: Client,
-    rx: mpsc::Receiver<(String, Vec<u8>, bool)>,
-}
-
-fn raw(port: u16, filter: &str) -> Raw {
-    let o = MqttOptions::new(format!("raw-{}", fastrand::u32(..)), "127.0.0.1", port);
-    let (client, mut conn) = Client::new(o, 16);
-    client.subscribe(filter, QoS::AtLeastOnce).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let (ready_tx, ready_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for ev in conn.iter() {
-            match ev {
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    let _ = ready_tx.send(());
-                }
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    let t = String::from_utf8_lossy(&p.topic).into_owned();
-                    if tx.send((t, p.payload.to_vec(), p.retain)).is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("suback");
-    Raw { client, rx }
-}
-
-impl Raw {
-    /// The first message on `topic` (JSON) before `max`.
-    fn next_on(&self, topic: &str, max: Duration) -> Option<(Value, bool)> {
-        let end = Instant::now() + max;
-        loop {
-            let left = end.saturating_duration_since(Instant::now());
-            let (t, p, r) = self.rx.recv_timeout(left).ok()?;
-            if t == topic {
-                return Some((serde_json::from_slice(&p).unwrap_or(Value::Null), r));
-            }
-        }
-    }
-}
 
 fn covo(dir: &std::path::Path, cfg: &str) -> Command {
     let path = dir.join("covo.toml");
@@ -560,11 +509,11 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     let collect = |max: Duration| {
         let mut got: HashMap<String, Value> = HashMap::new();
         let end = Instant::now() + max;
-        while let Ok((t, p, _)) = ha
+        while let Ok(m) = ha
             .rx
             .recv_timeout(end.saturating_duration_since(Instant::now()))
         {
-            got.insert(t, serde_json::from_slice(&p).unwrap());
+            got.insert(m.topic, serde_json::from_slice(&m.payload).unwrap());
         }
         got
     };
@@ -615,15 +564,15 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     let (st, _) = states
         .rx
         .recv_timeout(Duration::from_secs(5))
-        .map(|(t, p, r)| {
-            assert_eq!(t, "covo/gw1/ha/relay/set");
-            (p, r)
+        .map(|m| {
+            assert_eq!(m.topic, "covo/gw1/ha/relay/set");
+            (m.payload, m.retain)
         })
         .unwrap();
     assert_eq!(st, b"ON");
-    let (t, p, retained) = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let m = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(
-        (t.as_str(), p.as_slice(), retained),
+        (m.topic.as_str(), m.payload.as_slice(), m.retain),
         ("covo/gw1/ha/relay/state", &b"ON"[..], false)
     );
     assert!(sim.level(17), "the relay is on");

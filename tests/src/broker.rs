@@ -249,3 +249,91 @@ impl Drop for Mosquitto {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A message a [`Raw`] client received.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// The topic it came on.
+    pub topic: String,
+    /// Its payload.
+    pub payload: Vec<u8>,
+    /// Whether the broker delivered it as retained.
+    pub retain: bool,
+    /// Its MQTT 5 correlation data, if any.
+    pub correlation: Option<Vec<u8>>,
+}
+
+/// A plain MQTT 5 client for tests, outside covo: QoS 1, TCP_NODELAY, 1 MiB packets. Every
+/// message on its filter arrives on `rx`; [`raw`] returns once the subscription is in place.
+pub struct Raw {
+    /// The client, to publish with.
+    pub client: rumqttc::v5::Client,
+    /// What arrived on the filter, in order.
+    pub rx: std::sync::mpsc::Receiver<Incoming>,
+}
+
+/// Connects a [`Raw`] client to the broker on `port` and subscribes it to `filter`.
+pub fn raw(port: u16, filter: &str) -> Raw {
+    use rumqttc::v5::mqttbytes::v5::Packet;
+    use rumqttc::v5::{Client, Event, MqttOptions};
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut o = MqttOptions::new(format!("raw-{}-{n}", std::process::id()), "127.0.0.1", port);
+    o.set_max_packet_size(Some(1 << 20));
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    o.set_network_options(net);
+    let (client, mut conn) = Client::new(o, 64);
+    client
+        .subscribe(filter, rumqttc::v5::mqttbytes::QoS::AtLeastOnce)
+        .expect("subscribe");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for ev in conn.iter() {
+            match ev {
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    let _ = ready_tx.send(());
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let m = Incoming {
+                        topic: String::from_utf8_lossy(&p.topic).into_owned(),
+                        payload: p.payload.to_vec(),
+                        retain: p.retain,
+                        correlation: p
+                            .properties
+                            .and_then(|pr| pr.correlation_data)
+                            .map(|c| c.to_vec()),
+                    };
+                    if tx.send(m).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("no SUBACK from the broker within 5 s");
+    Raw { client, rx }
+}
+
+impl Raw {
+    /// The first message on `topic` before `max`, as JSON (`null` when it is not JSON), and
+    /// whether it was retained. Messages on other topics are skipped.
+    pub fn next_on(&self, topic: &str, max: Duration) -> Option<(serde_json::Value, bool)> {
+        let end = Instant::now() + max;
+        loop {
+            let m = self
+                .rx
+                .recv_timeout(end.saturating_duration_since(Instant::now()))
+                .ok()?;
+            if m.topic == topic {
+                let v = serde_json::from_slice(&m.payload).unwrap_or(serde_json::Value::Null);
+                return Some((v, m.retain));
+            }
+        }
+    }
+}
