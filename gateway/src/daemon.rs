@@ -203,6 +203,10 @@ pub async fn serve(
     let tick = poll.min(Duration::from_secs(telemetry_every.unwrap_or(u64::MAX)));
     let mut ticker = tokio::time::interval(tick);
     let mut agents: HashMap<String, Agent> = HashMap::new();
+    // A reconnect may reach a restarted broker that lost the retained discovery configs and
+    // state: announce again whenever the link's connection count moves.
+    let mut connects = link.map_or(0, |l| l.connects());
+    let mut link_check = tokio::time::interval(Duration::from_secs(1));
     let mut sampled: HashMap<String, Instant> = HashMap::new();
     loop {
         tokio::select! {
@@ -228,6 +232,13 @@ pub async fn serve(
                     }
                 } else if let Some(device) = ha.device_of_set(&m.topic) {
                     switch(&rt, l, &ha, device, &m.payload);
+                }
+            }
+            _ = link_check.tick() => {
+                if let Some(l) = link.filter(|l| l.connects() != connects) {
+                    connects = l.connects();
+                    tracing::info!("MQTT reconnected: announcing to Home Assistant again");
+                    announce(&rt, l);
                 }
             }
             _ = ticker.tick() => {

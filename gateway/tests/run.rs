@@ -620,6 +620,25 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     );
     assert!(e.is_err(), "a relay is a switch");
 
+    // The broker restarts and loses every retained config (no persistence): once the link is
+    // back, the daemon announces again without waiting for Home Assistant.
+    let mut broker = broker;
+    broker.restart();
+    let ha = raw(broker.port(), "homeassistant/+/+/+/config");
+    let end = Instant::now() + Duration::from_secs(15);
+    let mut back: HashMap<String, Value> = HashMap::new();
+    while !back.contains_key(relay) && Instant::now() < end {
+        if let Ok(m) = ha.rx.recv_timeout(Duration::from_millis(200)) {
+            back.insert(m.topic, serde_json::from_slice(&m.payload).unwrap());
+        }
+    }
+    assert!(
+        back.contains_key(relay),
+        "re-announced after the broker restart: {:?}",
+        back.keys()
+    );
+    assert!(back.contains_key(temp), "{:?}", back.keys());
+
     stop.cancel();
     daemon.join().unwrap();
 }

@@ -419,6 +419,9 @@ struct State {
     served: Vec<String>,
     /// Why the last connection attempt failed or dropped.
     last_error: Option<String>,
+    /// How many CONNACKs so far: a change means the link came back (perhaps to a restarted
+    /// broker that lost every retained message).
+    connects: u64,
 }
 
 /// Another gateway on the same broker, as its latest retained status describes it.
@@ -507,6 +510,7 @@ impl Handler for GatewayHandler {
         let (local, served) = {
             let mut st = self.shared.lock();
             st.connected = true;
+            st.connects += 1;
             let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
             fs.sort();
             fs.dedup();
@@ -811,6 +815,11 @@ impl PeerLink {
     /// The online peers and the tools each serves.
     pub fn peers(&self) -> HashMap<String, Vec<String>> {
         self.shared.lock().peers.clone()
+    }
+
+    /// How many times the link has connected (CONNACKs); it grows with every reconnect.
+    pub fn connects(&self) -> u64 {
+        self.shared.lock().connects
     }
 
     /// Why the broker connection is down, when it is and a reason is known.
