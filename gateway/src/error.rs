@@ -1,10 +1,10 @@
 //! Errors of a tool call, split the codex way: what goes back to the model, and what ends the turn.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// One problem with a call's arguments: where it is and what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArgProblem {
     /// JSON pointer to the offending value (`""` for the arguments object itself).
     pub path: String,
@@ -14,7 +14,7 @@ pub struct ArgProblem {
 
 /// A tool-call error the model sees and can act on (retry with other arguments, pick another
 /// tool). Never ends the turn.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToolError {
     /// No tool has this name at all.

@@ -14,7 +14,6 @@ use crate::peer::mqtt::{Message, PeerLink};
 use crate::peer::protocol::{Request, Response};
 use crate::peer::server::Dedup;
 use crate::runtime::{Runtime, Via};
-use serde_json::Value;
 use std::sync::Mutex;
 
 /// What answers swarm calls on one gateway.
@@ -100,15 +99,7 @@ impl SwarmServer {
         tracing::info!(from = req.gateway, tool = req.tool, "swarm call");
         let resp = match rt.call(session, Via::Remote, &req.tool, req.args) {
             Ok(v) => Response::ok(&req.call_id, v),
-            Err(CallError::Respond(e)) => {
-                let kind = e
-                    .to_json()
-                    .pointer("/error/kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or("failed")
-                    .to_string();
-                Response::err(&req.call_id, &kind, e.to_string())
-            }
+            Err(CallError::Respond(e)) => Response::tool_error(&req.call_id, &e),
             Err(CallError::Fatal(e)) => Response::err(&req.call_id, "failed", e.to_string()),
         };
         self.dedup

@@ -788,9 +788,17 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
             "swarm_call",
             json!({"gateway": "gw-b", "tool": "sensor_read", "arguments": {"sensor": 3}}),
         )
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("invalid_arguments"), "{err}");
+        .unwrap_err();
+    // The target's structured error arrives whole: kind, tool and the argument's pointer.
+    match err {
+        covo::error::CallError::Respond(e) => {
+            let j = e.to_json();
+            assert_eq!(j["error"]["kind"], "invalid_arguments", "{j}");
+            assert_eq!(j["error"]["tool"], "sensor_read", "{j}");
+            assert_eq!(j["error"]["problems"][0]["path"], "/sensor", "{j}");
+        }
+        other => panic!("{other:?}"),
+    }
 
     // The caller refuses tools a member does not serve, naming what it does serve...
     let err = rt

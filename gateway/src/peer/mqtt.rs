@@ -1054,7 +1054,28 @@ fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError
     let e = resp.error.unwrap_or(protocol::WireError {
         kind: "failed".into(),
         message: "the other side reported an error without details".into(),
+        detail: None,
     });
+    // A covo peer or gateway sends its error whole: keep its structure for the model, and say
+    // where a plain failure happened.
+    match e
+        .detail
+        .and_then(|d| serde_json::from_value::<ToolError>(d).ok())
+    {
+        Some(ToolError::Failed {
+            tool: t,
+            message,
+            hint,
+        }) => {
+            return Err(ToolError::Failed {
+                tool: t,
+                message: format!("on {who}: {message}"),
+                hint,
+            })
+        }
+        Some(structured) => return Err(structured),
+        None => {}
+    }
     Err(ToolError::Failed {
         tool: tool.into(),
         message: format!("on {who} ({}): {}", e.kind, e.message),
@@ -1125,6 +1146,39 @@ mod tests {
         assert!(topic_matches("a/b", "a/b"));
         assert!(!topic_matches("#", "$SYS/x"));
         assert!(!topic_matches("greenhouse/#", "garage/x"));
+    }
+
+    #[test]
+    fn a_remote_tool_error_reaches_the_caller_whole() {
+        let refused = ToolError::PolicyRefused {
+            tool: "gpio_write".into(),
+            rule: "gpio.outputs".into(),
+            detail: "GPIO5 is not an output".into(),
+        };
+        let wire: Response = serde_json::from_slice(
+            &serde_json::to_vec(&Response::tool_error("c1", &refused)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(wire.error.as_ref().unwrap().kind, "policy_refused");
+        assert_eq!(into_result("swarm_call", "gateway 'b'", wire), Err(refused));
+        // A plain failure says where it happened and keeps its hint.
+        let failed = ToolError::Failed {
+            tool: "web_fetch".into(),
+            message: "HTTP 404".into(),
+            hint: Some("check the URL".into()),
+        };
+        match into_result("web_fetch", "a peer", Response::tool_error("c2", &failed)) {
+            Err(ToolError::Failed { message, hint, .. }) => {
+                assert_eq!(message, "on a peer: HTTP 404");
+                assert_eq!(hint.as_deref(), Some("check the URL"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A non-covo peer's bare error still becomes a Failed naming its kind.
+        match into_result("t", "a peer", Response::err("c3", "boom", "it broke")) {
+            Err(ToolError::Failed { message, .. }) => assert!(message.contains("(boom)")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

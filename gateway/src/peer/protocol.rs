@@ -155,6 +155,10 @@ pub struct WireError {
     pub kind: String,
     /// What went wrong.
     pub message: String,
+    /// The structured error, when the other side is covo: the JSON of its `ToolError`
+    /// (`{"kind": …, …}`), which the caller hands on to its model unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
 }
 
 /// A tool result, peer → gateway.
@@ -192,6 +196,29 @@ impl Response {
             error: Some(WireError {
                 kind: kind.into(),
                 message: message.into(),
+                detail: None,
+            }),
+        }
+    }
+
+    /// A failure carrying a pipeline or tool error whole, so the caller keeps its structure
+    /// (the argument paths, the policy rule, the hint).
+    pub fn tool_error(call_id: &str, e: &crate::error::ToolError) -> Self {
+        let detail = serde_json::to_value(e).ok();
+        let kind = detail
+            .as_ref()
+            .and_then(|d| d.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("failed")
+            .to_string();
+        Response {
+            call_id: call_id.into(),
+            ok: false,
+            result: None,
+            error: Some(WireError {
+                kind,
+                message: e.to_string(),
+                detail,
             }),
         }
     }

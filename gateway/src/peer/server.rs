@@ -76,8 +76,12 @@ impl ServerOptions {
 
 enum Seen {
     Running,
-    Done(Response),
+    Done(Box<Response>),
 }
+
+/// Answers larger than this (serialized) are not kept for duplicates: 1024 of them could hold
+/// gigabytes of artifacts. A duplicate gets an error saying the call already ran instead.
+const CACHED_ANSWER_MAX: usize = 64 * 1024;
 
 /// Recent call ids → their state, oldest evicted first.
 #[derive(Default)]
@@ -91,7 +95,7 @@ impl Dedup {
     pub(crate) fn admit(&mut self, id: &str) -> Option<Option<Response>> {
         match self.map.get(id) {
             Some(Seen::Running) => Some(None),
-            Some(Seen::Done(r)) => Some(Some(r.clone())),
+            Some(Seen::Done(r)) => Some(Some((**r).clone())),
             None => {
                 self.map.insert(id.to_string(), Seen::Running);
                 self.order.push_back(id.to_string());
@@ -107,7 +111,19 @@ impl Dedup {
 
     pub(crate) fn finish(&mut self, id: &str, r: &Response) {
         if let Some(s) = self.map.get_mut(id) {
-            *s = Seen::Done(r.clone());
+            let size = serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
+            *s = Seen::Done(Box::new(if size <= CACHED_ANSWER_MAX {
+                r.clone()
+            } else {
+                Response::err(
+                    id,
+                    "already_answered",
+                    format!(
+                        "this call already ran and its {size}-byte answer was sent once; \
+                         large answers are not kept for resending"
+                    ),
+                )
+            }));
         }
     }
 }
@@ -205,7 +221,7 @@ impl Handler for PeerHandler {
                 executed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 match host.call(&req.tool, req.args, deadline) {
                     Ok(v) => Response::ok(&req.call_id, v),
-                    Err(e) => Response::err(&req.call_id, &kind_of(&e), e.to_string()),
+                    Err(e) => Response::tool_error(&req.call_id, &e),
                 }
             };
             dedup
@@ -215,13 +231,6 @@ impl Handler for PeerHandler {
             reply(&client, res_topic, correlation, &resp, true);
         });
     }
-}
-
-fn kind_of(e: &ToolError) -> String {
-    serde_json::to_value(e)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_else(|| "failed".into())
 }
 
 /// A running peer.
