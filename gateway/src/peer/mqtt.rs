@@ -495,6 +495,8 @@ struct GatewayHandler {
     topics: Topics,
     gateway: String,
     sync_topic: String,
+    /// Where answers to this gateway's calls arrive: peer responses and swarm responses.
+    response_topics: [String; 2],
     partial: Partial,
 }
 
@@ -503,8 +505,8 @@ impl Handler for GatewayHandler {
         let subs = [
             self.topics.all_peer_status(),
             self.topics.all_gateway_status(),
-            self.topics.response(&self.gateway),
-            self.topics.swarm_response(&self.gateway),
+            self.response_topics[0].clone(),
+            self.response_topics[1].clone(),
             self.sync_topic.clone(),
         ];
         let (local, served) = {
@@ -580,9 +582,7 @@ impl Handler for GatewayHandler {
             }
             drop(st);
             self.shared.changed.notify_all();
-        } else if topic == self.topics.response(&self.gateway)
-            || topic == self.topics.swarm_response(&self.gateway)
-        {
+        } else if self.response_topics.contains(&topic) {
             let correlation = p
                 .properties
                 .as_ref()
@@ -690,6 +690,7 @@ impl PeerLink {
             topics: topics.clone(),
             gateway: gateway.clone(),
             sync_topic: format!("{}/{gateway}/peer/sync/{nonce}", topics.prefix),
+            response_topics: [topics.response(&gateway), topics.swarm_response(&gateway)],
             partial: Partial::default(),
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
