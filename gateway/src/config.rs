@@ -213,8 +213,9 @@ pub struct RunConfig {
 pub struct SwarmConfig {
     /// Whether `covo run` answers swarm calls at all (default `true` when `[mqtt]` is set).
     pub serve: Option<bool>,
-    /// Tool names or globs (`sensor_*`) other gateways may call here. Default: every owned
-    /// tool whose effect is `read`. Calls still pass this gateway's whole pipeline: schema,
+    /// Tool names or globs (`sensor_*`) other gateways may call here. Default: the `read`
+    /// tools of the hardware toolsets (board, sensors, gpio, i2c, mcu); never files, memories
+    /// or conversations. Calls still pass this gateway's whole pipeline: schema,
     /// board policy, approval. `swarm_*` and `tool_call` are never served.
     pub expose: Option<Vec<String>>,
 }

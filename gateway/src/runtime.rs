@@ -82,10 +82,14 @@ const NEVER_SERVED: &[&str] = &[
     "tool_call",
 ];
 
+/// The toolsets whose `read` tools other gateways may call by default: the board's hardware,
+/// never its files, memories or conversations.
+pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &["board", "sensors", "gpio", "i2c", "mcu"];
+
 /// `[swarm] expose`: calls from other gateways (`Via::Remote`) may only run exposed tools.
 /// Local calls are not affected.
 pub struct SwarmExpose {
-    /// Name globs; `None` exposes every `read` tool.
+    /// Name globs; `None` exposes the `read` tools of [`SWARM_DEFAULT_TOOLSETS`].
     pub expose: Option<Vec<String>>,
 }
 
@@ -96,7 +100,7 @@ impl SwarmExpose {
             return false;
         }
         match &self.expose {
-            None => spec.effect == Effect::Read,
+            None => spec.effect == Effect::Read && SWARM_DEFAULT_TOOLSETS.contains(&spec.toolset),
             Some(globs) => globs
                 .iter()
                 .any(|g| wildmatch::WildMatch::new(g).matches(spec.name)),
@@ -117,8 +121,9 @@ impl Policy for SwarmExpose {
             rule: "swarm.expose".into(),
             detail: match &self.expose {
                 None => format!(
-                    "other gateways may call only read tools here, and '{}' is not one; \
-                     [swarm] expose lists what they may call",
+                    "other gateways may call only the read tools of the {} toolsets here, and \
+                     '{}' is not one; [swarm] expose lists what they may call",
+                    SWARM_DEFAULT_TOOLSETS.join(", "),
                     spec.name
                 ),
                 Some(globs) => format!(

@@ -743,6 +743,14 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     assert!(!c_tools
         .iter()
         .any(|t| t.starts_with("swarm_") || t == "tool_call"));
+    // ...and by default only its hardware: not its files, memories or conversations.
+    for private in ["fs_read", "memory_recall", "conversation_search"] {
+        assert!(
+            !c_tools.iter().any(|t| t == private),
+            "{private} in {c_tools:?}"
+        );
+    }
+    assert!(c_tools.iter().any(|t| t == "i2c_scan"), "{c_tools:?}");
 
     // A read on gw-b returns gw-b's sensor reading.
     let r = rt
