@@ -136,6 +136,9 @@ fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::UnboundedSender<Mes
     });
 }
 
+/// How many swarm calls from other gateways run here at once; more are answered `busy`.
+pub const SWARM_SLOTS: usize = 8;
+
 /// Runs the daemon until `stop` is cancelled.
 pub async fn serve(
     rt: Arc<Runtime>,
@@ -161,6 +164,7 @@ pub async fn serve(
         .filter(|_| rt.config().swarm.serve.unwrap_or(true))
         .map(|l| crate::peer::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
     let swarm = Arc::new(crate::swarm::SwarmServer::new());
+    let swarm_slots = Arc::new(tokio::sync::Semaphore::new(SWARM_SLOTS));
     let swarm_session = Arc::new(match swarm_topic {
         Some(_) => agent::new_session(&rt, "swarm", "swarm calls"),
         None => crate::exec::Session::new("swarm", "swarm"),
@@ -216,13 +220,21 @@ pub async fn serve(
                 let ha = ha_topics(l);
                 if Some(&m.topic) == swarm_topic.as_ref() {
                     if let crate::swarm::Admission::Run(req, reply) = swarm.admit(l, &m) {
-                        let (rt2, swarm2, session) = (rt.clone(), swarm.clone(), swarm_session.clone());
-                        // Runs beside the loop; a slow tool does not hold up chat or telemetry.
-                        tokio::task::spawn_blocking(move || {
-                            if let Some(l) = rt2.peer_link() {
-                                swarm2.run(&rt2, l, &session, req, reply);
+                        match swarm_slots.clone().try_acquire_owned() {
+                            Ok(slot) => {
+                                let (rt2, swarm2, session) = (rt.clone(), swarm.clone(), swarm_session.clone());
+                                // Runs beside the loop; a slow tool does not hold up chat or telemetry.
+                                tokio::task::spawn_blocking(move || {
+                                    let _slot = slot;
+                                    if let Some(l) = rt2.peer_link() {
+                                        swarm2.run(&rt2, l, &session, req, reply);
+                                    }
+                                });
                             }
-                        });
+                            Err(_) => swarm.refuse(l, &req, reply, "busy", format!(
+                                "this gateway is already running {SWARM_SLOTS} swarm calls; try again shortly"
+                            )),
+                        }
                     }
                 } else if m.topic == t.chat_in() {
                     chat(&rt, &model, l, t, &mut agents, &m, &stop).await;

@@ -110,6 +110,26 @@ impl SwarmServer {
     }
 }
 
+impl SwarmServer {
+    /// Answers an admitted request with an error without running it (e.g. `busy`); a
+    /// redelivery of it gets the same answer.
+    pub fn refuse(
+        &self,
+        link: &PeerLink,
+        req: &Request,
+        reply: Reply,
+        kind: &str,
+        message: impl Into<String>,
+    ) {
+        let resp = Response::err(&req.call_id, kind, message);
+        self.dedup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish(&req.call_id, &resp);
+        send(link, &reply, &resp);
+    }
+}
+
 fn send(link: &PeerLink, reply: &Reply, resp: &Response) {
     let correlation = reply
         .correlation

@@ -870,6 +870,34 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     assert_eq!(r["asked"], 1, "{r}");
     assert_eq!(r["not_serving"], json!(["gw-c"]), "{r}");
 
+    // At most 8 swarm calls run at once on a gateway; more are answered `busy` at once.
+    let answers: Vec<String> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..10)
+            .map(|_| {
+                sc.spawn(|| {
+                    match link.swarm_call(
+                        "gw-c",
+                        "gpio_wait_edge",
+                        json!({"pin": 27, "edge": "rising", "timeout_ms": 1500}),
+                        Duration::from_secs(10),
+                        false,
+                    ) {
+                        Ok(_) => "ran".to_string(),
+                        Err(e) => e.to_string(),
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let busy = answers.iter().filter(|a| a.contains("busy")).count();
+    assert_eq!(busy, 2, "{answers:?}");
+    assert_eq!(
+        answers.iter().filter(|a| *a == "ran").count(),
+        8,
+        "{answers:?}"
+    );
+
     // A QoS 1 redelivery (the same call id twice) runs once and is answered twice.
     let obs = raw(broker.port(), "covo/gw-x/swarm/res");
     let req = json!({"call_id": "dup-1", "tool": "gpio_write", "args": {"pin": 17, "level": 1},
