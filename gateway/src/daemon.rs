@@ -206,7 +206,10 @@ pub async fn serve(
     let telemetry_every = link.map(|_| rt.config().run.telemetry_secs.unwrap_or(60).max(1));
     let tick = poll.min(Duration::from_secs(telemetry_every.unwrap_or(u64::MAX)));
     let mut ticker = tokio::time::interval(tick);
-    let mut agents: HashMap<String, Agent> = HashMap::new();
+    // One agent per chat session, each behind its own lock: turns of one session run in order,
+    // turns of different sessions side by side, and none holds up this loop.
+    let mut agents: HashMap<String, Arc<tokio::sync::Mutex<Agent>>> = HashMap::new();
+    let mut turns = tokio::task::JoinSet::new();
     // A reconnect may reach a restarted broker that lost the retained discovery configs and
     // state: announce again whenever the link's connection count moves.
     let mut connects = link.map_or(0, |l| l.connects());
@@ -237,7 +240,7 @@ pub async fn serve(
                         }
                     }
                 } else if m.topic == t.chat_in() {
-                    chat(&rt, &model, l, t, &mut agents, &m, &stop).await;
+                    start_chat(&rt, &model, l, t, &mut agents, &mut turns, &m, &stop);
                 } else if m.topic == crate::ha::HA_STATUS {
                     if m.payload == b"online" {
                         announce(&rt, l);
@@ -278,6 +281,11 @@ pub async fn serve(
             }
         }
     }
+    // Turns in flight were cancelled with `stop`; let them publish their last answer.
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while turns.join_next().await.is_some() {}
+    })
+    .await;
     if let Some(l) = link {
         for id in subs {
             l.unsubscribe(id);
@@ -329,12 +337,15 @@ fn switch(rt: &Runtime, l: &PeerLink, ha: &crate::ha::HaTopics, device: &str, pa
     }
 }
 
-async fn chat(
+/// Starts a chat turn as a task of `turns`; it waits for the session's previous turn.
+#[allow(clippy::too_many_arguments)]
+fn start_chat(
     rt: &Arc<Runtime>,
     model: &Option<Arc<dyn ChatModel>>,
     link: &PeerLink,
     t: &RunTopics,
-    agents: &mut HashMap<String, Agent>,
+    agents: &mut HashMap<String, Arc<tokio::sync::Mutex<Agent>>>,
+    turns: &mut tokio::task::JoinSet<()>,
     m: &Message,
     stop: &CancellationToken,
 ) {
@@ -350,17 +361,42 @@ async fn chat(
         );
         return;
     }
-    let agent = agents.entry(session.clone()).or_insert_with(|| {
-        let s = agent::new_session(rt, "mqtt", &format!("mqtt chat {session}"));
-        Agent::new(rt.clone(), model.clone(), s)
+    let agent = agents
+        .entry(session.clone())
+        .or_insert_with(|| {
+            let s = agent::new_session(rt, "mqtt", &format!("mqtt chat {session}"));
+            Arc::new(tokio::sync::Mutex::new(Agent::new(
+                rt.clone(),
+                model.clone(),
+                s,
+            )))
+        })
+        .clone();
+    let (rt, t, token) = (rt.clone(), t.clone(), stop.child_token());
+    turns.spawn(async move {
+        let mut agent = agent.lock().await;
+        if let Some(link) = rt.peer_link() {
+            chat_turn(link, &t, &mut agent, session, &text, &token).await;
+        }
     });
+    // Finished turns are reaped here, so the set stays small.
+    while turns.try_join_next().is_some() {}
+}
+
+async fn chat_turn(
+    link: &PeerLink,
+    t: &RunTopics,
+    agent: &mut Agent,
+    session: String,
+    text: &str,
+    token: &CancellationToken,
+) {
     let mut obs = Events {
         link,
         topic: t.chat_events(),
         session: session.clone(),
     };
-    let token = stop.child_token();
-    let r = agent.turn(&text, &token, &mut obs).await;
+    let r = agent.turn(text, token, &mut obs).await;
     let usage =
         json!({"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens});
     let body = match r.outcome {

@@ -27,6 +27,12 @@ fn covo(dir: &std::path::Path, cfg: &str) -> Command {
     c
 }
 
+/// Whether no chat answer has been published yet (nothing on `chat/out` right now).
+fn out_pending(obs: &covo_tests::broker::Raw) -> bool {
+    obs.next_on("covo/gw1/chat/out", Duration::from_millis(10))
+        .is_none()
+}
+
 /// Sends SIGTERM and waits: the daemon must exit 0 on its own.
 fn terminate(mut child: Child) -> (Option<i32>, String) {
     let _ = Command::new("kill")
@@ -54,10 +60,14 @@ fn terminate(mut child: Child) -> (Option<i32>, String) {
 fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
     let broker = Mosquitto::start();
     let srv = ScriptedLlm::start(vec![
-        Reply::tool_calls(vec![(
-            "memory_store",
-            r#"{"text":"the basil is on the left shelf"}"#,
-        )]),
+        // A slow model: the daemon must go on with its other work meanwhile.
+        Reply::delay(
+            Duration::from_secs(4),
+            Reply::tool_calls(vec![(
+                "memory_store",
+                r#"{"text":"the basil is on the left shelf"}"#,
+            )]),
+        ),
         Reply::text("Noted: basil on the left shelf."),
     ]);
     let dir = tempfile::tempdir().unwrap();
@@ -105,6 +115,36 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
             json!({"text": "remember: basil on the left shelf", "session": "s1"}).to_string(),
         )
         .unwrap();
+    // While the model thinks, the daemon goes on serving: a swarm call is answered at once.
+    let other = raw(broker.port(), "covo/tester/swarm/res");
+    std::thread::sleep(Duration::from_millis(300));
+    let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+        response_topic: Some("covo/tester/swarm/res".into()),
+        correlation_data: Some("during-turn".into()),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    other
+        .client
+        .publish_with_properties(
+            "covo/gw1/swarm/req",
+            QoS::AtLeastOnce,
+            false,
+            json!({"call_id": "during-turn", "tool": "board_info", "args": {},
+                   "gateway": "tester", "deadline_ms": 5000})
+            .to_string(),
+            props,
+        )
+        .unwrap();
+    let (answer, _) = other
+        .next_on("covo/tester/swarm/res", Duration::from_millis(2500))
+        .expect("a swarm call answered while a chat turn waits for the model");
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert!(t0.elapsed() < Duration::from_millis(2500));
+    assert!(
+        srv.requests().len() == 1 && out_pending(&obs),
+        "the chat turn is still waiting for the model"
+    );
     let (call, _) = obs
         .next_on("covo/gw1/chat/events", Duration::from_secs(10))
         .expect("tool call event");
