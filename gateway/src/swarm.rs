@@ -12,7 +12,7 @@ use crate::error::CallError;
 use crate::exec::Session;
 use crate::peer::mqtt::{Message, PeerLink};
 use crate::peer::protocol::{Request, Response};
-use crate::peer::server::Dedup;
+use crate::peer::server::{Admit, Dedup};
 use crate::runtime::{Runtime, Via};
 use std::sync::Mutex;
 
@@ -55,35 +55,24 @@ impl SwarmServer {
             topic,
             correlation: msg.correlation.clone(),
         };
-        let req: Request = match serde_json::from_slice(&msg.payload) {
-            Ok(r) => r,
-            Err(e) => {
-                let id = reply
-                    .correlation
-                    .as_ref()
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .unwrap_or_default();
-                send(
-                    link,
-                    &reply,
-                    &Response::err(&id, "bad_request", format!("not a request: {e}")),
-                );
-                return Admission::Done;
-            }
-        };
-        let seen = self
+        let admit = self
             .dedup
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit(&req.call_id);
-        match seen {
-            None => Admission::Run(req, reply),
-            Some(Some(cached)) => {
-                send(link, &reply, &cached);
+            .admit_request(&msg.payload, reply.correlation.as_deref());
+        match admit {
+            Admit::Run(req) => Admission::Run(req, reply),
+            Admit::Answer(r) => {
+                send(
+                    link,
+                    &reply,
+                    &r,
+                    &serde_json::to_vec(&r).unwrap_or_default(),
+                );
                 Admission::Done
             }
             // Running: its answer is on the way.
-            Some(None) => Admission::Done,
+            Admit::Drop => Admission::Done,
         }
     }
 
@@ -102,15 +91,20 @@ impl SwarmServer {
             Err(CallError::Respond(e)) => Response::tool_error(&req.call_id, &e),
             Err(CallError::Fatal(e)) => Response::err(&req.call_id, "failed", e.to_string()),
         };
-        self.dedup
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .finish(&req.call_id, &resp);
-        send(link, &reply, &resp);
+        self.answer(link, &reply, &resp);
     }
-}
 
-impl SwarmServer {
+    /// Keeps `resp` as the answer to its call (for redeliveries) and sends it.
+    fn answer(&self, link: &PeerLink, reply: &Reply, resp: &Response) {
+        let body = serde_json::to_vec(resp).unwrap_or_default();
+        self.dedup.lock().unwrap_or_else(|p| p.into_inner()).finish(
+            &resp.call_id,
+            resp,
+            body.len(),
+        );
+        send(link, reply, resp, &body);
+    }
+
     /// Answers an admitted request with an error without running it (e.g. `busy`); a
     /// redelivery of it gets the same answer.
     pub fn refuse(
@@ -121,21 +115,16 @@ impl SwarmServer {
         kind: &str,
         message: impl Into<String>,
     ) {
-        let resp = Response::err(&req.call_id, kind, message);
-        self.dedup
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .finish(&req.call_id, &resp);
-        send(link, &reply, &resp);
+        self.answer(link, &reply, &Response::err(&req.call_id, kind, message));
     }
 }
 
-fn send(link: &PeerLink, reply: &Reply, resp: &Response) {
+fn send(link: &PeerLink, reply: &Reply, resp: &Response, body: &[u8]) {
     let correlation = reply
         .correlation
         .clone()
         .or_else(|| Some(resp.call_id.clone().into_bytes()));
-    if let Err(e) = link.respond(&reply.topic, correlation, resp) {
+    if let Err(e) = link.respond(&reply.topic, correlation, body) {
         tracing::warn!(error = %e, call_id = resp.call_id, "cannot answer a swarm call");
     }
 }

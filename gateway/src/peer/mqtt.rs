@@ -895,19 +895,19 @@ impl PeerLink {
         )
     }
 
-    /// Answers a request that arrived with `response_topic` and `correlation` (MQTT 5).
+    /// Sends a serialized response to a request that arrived with `response_topic` and
+    /// `correlation` (MQTT 5); large bodies go in chunks.
     pub fn respond(
         &self,
         response_topic: &str,
         correlation: Option<Vec<u8>>,
-        resp: &Response,
+        body: &[u8],
     ) -> Result<(), String> {
-        let body = serde_json::to_vec(resp).map_err(|e| e.to_string())?;
         publish_response(
             &self.client,
             response_topic,
             correlation.map(Bytes::from),
-            &body,
+            body,
             true,
         )
     }

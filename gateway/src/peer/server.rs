@@ -90,9 +90,43 @@ pub(crate) struct Dedup {
     order: VecDeque<String>,
 }
 
+/// What to do with an incoming request ([`Dedup::admit_request`]); shared by `covo peer` and
+/// the swarm side of `covo run`.
+pub(crate) enum Admit {
+    /// A new call, now marked running: run it, then [`Dedup::finish`].
+    Run(Request),
+    /// Answer at once without running anything: a malformed request (`bad_request`, its id
+    /// taken from the correlation data) or a duplicate of a finished call (the kept answer).
+    Answer(Response),
+    /// A duplicate of a running call: its answer is on the way.
+    Drop,
+}
+
 impl Dedup {
+    /// Parses a request payload and checks its call id against the recent ones.
+    pub(crate) fn admit_request(&mut self, payload: &[u8], correlation: Option<&[u8]>) -> Admit {
+        let req: Request = match serde_json::from_slice(payload) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = correlation
+                    .map(|c| String::from_utf8_lossy(c).into_owned())
+                    .unwrap_or_default();
+                return Admit::Answer(Response::err(
+                    &id,
+                    "bad_request",
+                    format!("not a request: {e}"),
+                ));
+            }
+        };
+        match self.admit(&req.call_id) {
+            None => Admit::Run(req),
+            Some(Some(kept)) => Admit::Answer(kept),
+            Some(None) => Admit::Drop,
+        }
+    }
+
     /// `None` for a new call (now marked running); else what is known about it.
-    pub(crate) fn admit(&mut self, id: &str) -> Option<Option<Response>> {
+    fn admit(&mut self, id: &str) -> Option<Option<Response>> {
         match self.map.get(id) {
             Some(Seen::Running) => Some(None),
             Some(Seen::Done(r)) => Some(Some((**r).clone())),
@@ -109,9 +143,9 @@ impl Dedup {
         }
     }
 
-    pub(crate) fn finish(&mut self, id: &str, r: &Response) {
+    /// Marks call `id` finished with answer `r`, which serializes to `size` bytes.
+    pub(crate) fn finish(&mut self, id: &str, r: &Response, size: usize) {
         if let Some(s) = self.map.get_mut(id) {
-            let size = serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
             *s = Seen::Done(Box::new(if size <= CACHED_ANSWER_MAX {
                 r.clone()
             } else {
@@ -136,18 +170,19 @@ struct PeerHandler {
     executed: Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// Answers on `topic`. On the poll task (`may_wait` false) a full queue drops the answer; on a
-/// worker thread it waits for room, so a large chunked answer goes out whole.
+/// Answers on `topic` with `body` (a serialized response to `call_id`). On the poll task
+/// (`may_wait` false) a full queue drops the answer; on a worker thread it waits for room, so
+/// a large chunked answer goes out whole.
 fn reply(
     client: &AsyncClient,
     topic: String,
     correlation: Option<bytes::Bytes>,
-    r: &Response,
+    call_id: &str,
+    body: &[u8],
     may_wait: bool,
 ) {
-    let body = serde_json::to_vec(r).unwrap_or_default();
-    if let Err(e) = super::mqtt::publish_response(client, &topic, correlation, &body, may_wait) {
-        tracing::warn!(error = %e, call_id = r.call_id, "cannot send a peer response");
+    if let Err(e) = super::mqtt::publish_response(client, &topic, correlation, body, may_wait) {
+        tracing::warn!(error = %e, call_id, "cannot send a peer response");
     }
 }
 
@@ -176,30 +211,25 @@ impl Handler for PeerHandler {
             .clone()
             .unwrap_or_else(|| self.topics.response(&gateway));
         let correlation = props.correlation_data.clone();
-        let req: Request = match serde_json::from_slice(&p.payload) {
-            Ok(r) => r,
-            Err(e) => {
-                let id = correlation
-                    .as_ref()
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .unwrap_or_default();
-                let r = Response::err(&id, "bad_request", format!("not a request: {e}"));
-                reply(client, res_topic, correlation, &r, false);
-                return;
-            }
-        };
-        let correlation =
-            correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
-        match self
+        let admit = self
             .dedup
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit(&req.call_id)
-        {
-            Some(Some(cached)) => return reply(client, res_topic, correlation, &cached, false),
-            Some(None) => return,
-            None => {}
-        }
+            .admit_request(&p.payload, correlation.as_deref());
+        let req = match admit {
+            Admit::Run(req) => req,
+            Admit::Answer(r) => {
+                // A kept answer goes back with the call id as correlation data if none came.
+                let correlation = correlation.or_else(|| {
+                    (!r.call_id.is_empty()).then(|| bytes::Bytes::from(r.call_id.clone()))
+                });
+                let body = serde_json::to_vec(&r).unwrap_or_default();
+                return reply(client, res_topic, correlation, &r.call_id, &body, false);
+            }
+            Admit::Drop => return,
+        };
+        let correlation =
+            correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
         let host = self.host.clone();
         let dedup = self.dedup.clone();
         let executed = self.executed.clone();
@@ -224,11 +254,12 @@ impl Handler for PeerHandler {
                     Err(e) => Response::tool_error(&req.call_id, &e),
                 }
             };
+            let body = serde_json::to_vec(&resp).unwrap_or_default();
             dedup
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .finish(&req.call_id, &resp);
-            reply(&client, res_topic, correlation, &resp, true);
+                .finish(&req.call_id, &resp, body.len());
+            reply(&client, res_topic, correlation, &req.call_id, &body, true);
         });
     }
 }
@@ -314,11 +345,32 @@ mod tests {
         assert!(d.admit("a").is_none());
         assert!(matches!(d.admit("a"), Some(None)));
         let r = Response::ok("a", serde_json::json!(1));
-        d.finish("a", &r);
+        d.finish("a", &r, serde_json::to_vec(&r).unwrap().len());
         assert_eq!(d.admit("a"), Some(Some(r)));
         for i in 0..DEDUP_CAPACITY {
             d.admit(&i.to_string());
         }
         assert!(d.admit("a").is_none(), "evicted, so new again");
+    }
+
+    #[test]
+    fn requests_are_parsed_then_admitted_once_and_large_answers_are_not_kept() {
+        let mut d = Dedup::default();
+        let req = br#"{"call_id":"c1","tool":"t","args":{},"gateway":"g","deadline_ms":1000}"#;
+        assert!(matches!(d.admit_request(req, None), Admit::Run(r) if r.call_id == "c1"));
+        assert!(matches!(d.admit_request(req, None), Admit::Drop));
+        let big = Response::ok("c1", serde_json::json!("x"));
+        d.finish("c1", &big, CACHED_ANSWER_MAX + 1);
+        match d.admit_request(req, None) {
+            Admit::Answer(r) => assert_eq!(r.error.unwrap().kind, "already_answered"),
+            _ => panic!("a finished call is answered, not run"),
+        }
+        match d.admit_request(b"not json", Some(b"c9")) {
+            Admit::Answer(r) => {
+                assert_eq!(r.call_id, "c9");
+                assert_eq!(r.error.unwrap().kind, "bad_request");
+            }
+            _ => panic!("a malformed request is answered"),
+        }
     }
 }
