@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Idle memory of `covo run` on the sim board with the broker connected (target: RSS <= 8 MiB),
-# next to `covo run` with MQTT off and `sleep` as a process baseline, all in the same run.
-# Needs mosquitto (tests/run-all.sh installs it). Prints RSS split into anonymous (heap, stacks)
-# and file-backed (the mapped binary and libraries) pages, from /proc/PID/status.
+# Idle memory of `covo run` on the sim board with the broker connected (target: RSS <= 8 MiB).
+# It measures the edge build (README, "Building for a board": static musl, non-PIE) and, in the
+# same run, `covo run` with MQTT off, the default glibc build, and `sleep` as a process baseline.
+# Needs mosquitto, musl-gcc (apt-get install -y musl-tools) and the rustup target
+# $(uname -m)-unknown-linux-musl. Prints RSS split into anonymous (heap, stacks) and file-backed
+# (the mapped binary and libraries) pages, from /proc/PID/status.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# BIN=path measures another build of covo (e.g. one with other profile settings).
+# BIN=path measures another build of covo instead of the edge build; DEFAULT_BIN=path another
+# build instead of the default one.
+musl=$(uname -m)-unknown-linux-musl
 if [ -z "${BIN:-}" ]; then
+  command -v musl-gcc >/dev/null || { echo "run-rss: musl-gcc is missing (apt-get install -y musl-tools)" >&2; exit 1; }
+  rustup target list --installed | grep -qx "$musl" || rustup target add "$musl"
+  cargo build --release -p covo-gateway --bin covo --target "$musl" >/dev/null 2>&1 \
+    || { echo "run-rss: the edge build failed: cargo build --release -p covo-gateway --target $musl" >&2; exit 1; }
+fi
+if [ -z "${DEFAULT_BIN:-}" ]; then
   cargo build --release -p covo-gateway --bin covo >/dev/null 2>&1
 fi
-bin=${BIN:-$PWD/target/release/covo}
+bin=${BIN:-$PWD/target/$musl/release/covo}
+default_bin=${DEFAULT_BIN:-$PWD/target/release/covo}
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 [ -x "$mosq" ] || { echo "run-rss: mosquitto is missing (apt-get install -y mosquitto)" >&2; exit 1; }
 settle=${SETTLE:-5}
@@ -30,15 +41,19 @@ rss() { # "VmRSS RssAnon RssFile" in KiB for a pid
 report() { # label pid
   read -r total anon file < <(rss "$2")
   printf '%-34s RSS %6.2f MiB  (anon %5.2f, file %5.2f)\n' "$1" \
-    "$(echo "scale=2; $total/1024" | bc)" "$(echo "scale=2; $anon/1024" | bc)" "$(echo "scale=2; $file/1024" | bc)"
+    "$(echo "scale=2; $total/1024" | bc)" "$(echo "scale=2; $anon/1024" | bc)" "$(echo "scale=2; $file/1024" | bc)" >&2
   echo "$total"
 }
 
 mkdir -p "$work/off" "$work/on"
 printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "rss"\n' "$port" >"$work/on/covo.toml"
 : >"$work/off/covo.toml"
-for mode in off on; do
-  (cd "$work/$mode" && COVO_HOME="$work/$mode/home" COVO_CONFIG= exec "$bin" --config covo.toml run \
+mkdir -p "$work/default"
+cp "$work/on/covo.toml" "$work/default/covo.toml"
+sed -i 's/gateway_id = "rss"/gateway_id = "rss-default"/' "$work/default/covo.toml"
+for mode in off on default; do
+  b=$bin; [ "$mode" = default ] && b=$default_bin
+  (cd "$work/$mode" && COVO_HOME="$work/$mode/home" COVO_CONFIG= exec "$b" --config covo.toml run \
       >/dev/null 2>"$work/$mode/stderr") &
   pids+=($!)
 done
@@ -46,9 +61,12 @@ sleep 1000 &
 pids+=($!)
 sleep "$settle"
 
-base=$(report "baseline: sleep" "${pids[-1]}" | tee /dev/stderr | tail -1)
-off=$(report "covo run, MQTT off" "${pids[1]}" | tee /dev/stderr | tail -1)
-on=$(report "covo run, sim board, broker up" "${pids[2]}" | tee /dev/stderr | tail -1)
-grep -q "MQTT on" "$work/on/stderr" || { echo "run-rss: covo run did not connect:" >&2; cat "$work/on/stderr" >&2; exit 1; }
-echo "covo run with MQTT: $(echo "scale=2; $on/1024" | bc) MiB (target <= 8 MiB); MQTT costs $(echo "scale=2; ($on-$off)/1024" | bc) MiB; ratio to sleep $(echo "scale=1; $on/$base" | bc)x"
-echo "binary size: $(stat -c %s "$bin") bytes"
+base=$(report "baseline: sleep" "${pids[-1]}")
+off=$(report "edge build, MQTT off" "${pids[1]}")
+on=$(report "edge build, sim board, broker up" "${pids[2]}")
+dflt=$(report "default build, sim board, broker up" "${pids[3]}")
+for mode in on default; do
+  grep -q "MQTT on" "$work/$mode/stderr" || { echo "run-rss: covo run ($mode) did not connect:" >&2; cat "$work/$mode/stderr" >&2; exit 1; }
+done
+echo "covo run (edge build) with MQTT: $(echo "scale=2; $on/1024" | bc) MiB (target <= 8 MiB); MQTT costs $(echo "scale=2; ($on-$off)/1024" | bc) MiB; ratio to sleep $(echo "scale=1; $on/$base" | bc)x; the default build holds $(echo "scale=2; $dflt/$on" | bc)x as much"
+echo "binary size: edge $(stat -c %s "$bin") bytes, default $(stat -c %s "$default_bin") bytes"
