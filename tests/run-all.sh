@@ -13,16 +13,19 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
 fi
 
 # The firmware images build for their microcontrollers; the QEMU one runs in the tests.
-rustup target add thumbv7m-none-eabi thumbv6m-none-eabi
+# The edge build (README, "Building for a board") is a static musl executable.
+edge_target="$(uname -m)-unknown-linux-musl"
+rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
 
 # Debian packages the suites run for real: a command and the package that has it.
 # qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
 # the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
-# certificates; espeak-ng is the peer's local speech backend.
+# certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
+# (SQLite, ring, tree-sitter) of the edge build.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
-            openssl:openssl espeak-ng:espeak-ng; do
+            openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -30,7 +33,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng; do
+for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 
@@ -42,3 +45,6 @@ echo "== firmware"
 (cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)
 (cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)
 echo "== tests";    cargo test --workspace
+echo "== edge build ($edge_target): static, and it runs"
+cargo build --release -p covo-gateway --bin covo --target "$edge_target"
+bash tests/edge-smoke.sh "target/$edge_target/release/covo"
