@@ -47,4 +47,4 @@ echo "== firmware"
 echo "== tests";    cargo test --workspace
 echo "== edge build ($edge_target): static, and it runs"
 cargo build --release -p covo-gateway --bin covo --target "$edge_target"
-bash tests/edge-smoke.sh "target/$edge_target/release/covo"
+bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/release/covo"
