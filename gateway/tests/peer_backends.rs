@@ -5,6 +5,7 @@
 
 use base64::Engine as _;
 use covo_tests::broker::Mosquitto;
+use covo_tests::http_fake::{self, Seen};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -49,14 +50,6 @@ fn embed(text: &str) -> Vec<f32> {
     v
 }
 
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    url: String,
-    content_type: String,
-    body: Vec<u8>,
-}
-
 /// The web services the peer's backends talk to, on 127.0.0.1; it records every request.
 struct Cloud {
     base: String,
@@ -65,100 +58,44 @@ struct Cloud {
 
 impl Cloud {
     fn start() -> Cloud {
-        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-        let port = server.server_addr().to_ip().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for mut req in server.incoming_requests() {
-                let mut body = Vec::new();
-                req.as_reader().read_to_end(&mut body).unwrap();
-                let content_type = req
-                    .headers()
-                    .iter()
-                    .find(|h| h.field.equiv("Content-Type"))
-                    .map(|h| h.value.to_string())
-                    .unwrap_or_default();
-                let url = req.url().to_string();
-                let path = url.split('?').next().unwrap_or("").to_string();
-                let json_in: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                log.lock().unwrap().push(Seen {
-                    method: req.method().to_string(),
-                    url: url.clone(),
-                    content_type: content_type.clone(),
-                    body: body.clone(),
-                });
-                let (ct, out): (&str, Vec<u8>) = match path.as_str() {
-                    "/greenhouse.html" => (
-                        "text/html; charset=utf-8",
-                        b"<html><head><title>Greenhouse log</title><script>var x=1;</script></head>\
-                          <body><h1>Greenhouse log</h1><p>The fan turns on at <b>28 &deg;C</b>.</p></body></html>"
-                            .to_vec(),
-                    ),
-                    "/search" => (
-                        "application/json",
-                        json!({"query": "bme280", "results": [
-                            {"title": "BME280 datasheet", "url": "https://example.org/bme280.pdf",
-                             "content": "Combined humidity, pressure and temperature sensor."},
-                            {"title": "BME280 on a Pi", "url": "https://example.org/pi",
-                             "content": "Wire it to I2C bus 1 at 0x76."}]})
-                        .to_string()
-                        .into_bytes(),
-                    ),
-                    "/v1/images/generations" => (
-                        "application/json",
-                        json!({"created": 1, "data": [{"b64_json": PNG_B64,
-                                                       "revised_prompt": "a small green dot"}]})
-                        .to_string()
-                        .into_bytes(),
-                    ),
-                    "/v1/chat/completions" => (
-                        "application/json",
-                        json!({"id": "c1", "object": "chat.completion", "model": json_in["model"],
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "A single green pixel."}}]})
-                        .to_string()
-                        .into_bytes(),
-                    ),
-                    "/v1/audio/speech" => ("audio/wav", wav()),
-                    "/v1/audio/transcriptions" => (
-                        "application/json",
-                        json!({"text": "the fan is on", "language": "english"})
-                            .to_string()
-                            .into_bytes(),
-                    ),
-                    "/v1/embeddings" => (
-                        "application/json",
-                        json!({"object": "list", "model": json_in["model"], "data": [{
-                            "object": "embedding", "index": 0,
-                            "embedding": embed(json_in["input"].as_str().unwrap_or(""))}]})
-                        .to_string()
-                        .into_bytes(),
-                    ),
-                    _ => {
-                        let _ = req.respond(tiny_http::Response::empty(404));
-                        continue;
-                    }
-                };
-                let header = tiny_http::Header::from_bytes("Content-Type", ct).unwrap();
-                let _ = req.respond(tiny_http::Response::from_data(out).with_header(header));
+        let (base, seen) = http_fake::serve(|req| {
+            let json_in: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let json = |v: Value| (200, "application/json", v.to_string().into_bytes());
+            match req.path() {
+                "/greenhouse.html" => (
+                    200,
+                    "text/html; charset=utf-8",
+                    b"<html><head><title>Greenhouse log</title><script>var x=1;</script></head>\
+                      <body><h1>Greenhouse log</h1><p>The fan turns on at <b>28 &deg;C</b>.</p></body></html>"
+                        .to_vec(),
+                ),
+                "/search" => json(json!({"query": "bme280", "results": [
+                    {"title": "BME280 datasheet", "url": "https://example.org/bme280.pdf",
+                     "content": "Combined humidity, pressure and temperature sensor."},
+                    {"title": "BME280 on a Pi", "url": "https://example.org/pi",
+                     "content": "Wire it to I2C bus 1 at 0x76."}]})),
+                "/v1/images/generations" => json(json!({"created": 1, "data": [
+                    {"b64_json": PNG_B64, "revised_prompt": "a small green dot"}]})),
+                "/v1/chat/completions" => json(json!({"id": "c1", "object": "chat.completion",
+                    "model": json_in["model"], "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "A single green pixel."}}]})),
+                "/v1/audio/speech" => (200, "audio/wav", wav()),
+                "/v1/audio/transcriptions" => {
+                    json(json!({"text": "the fan is on", "language": "english"}))
+                }
+                "/v1/embeddings" => json(json!({"object": "list", "model": json_in["model"],
+                    "data": [{"object": "embedding", "index": 0,
+                              "embedding": embed(json_in["input"].as_str().unwrap_or(""))}]})),
+                _ => (404, "text/plain", Vec::new()),
             }
         });
-        Cloud {
-            base: format!("http://127.0.0.1:{port}"),
-            seen,
-        }
+        Cloud { base, seen }
     }
 
     /// The requests to `path` so far.
     fn seen(&self, path: &str) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|s| s.url.split('?').next() == Some(path))
-            .cloned()
-            .collect()
+        let seen = self.seen.lock().unwrap();
+        seen.iter().filter(|s| s.path() == path).cloned().collect()
     }
 }
 
@@ -318,8 +255,7 @@ embedding_model = "embed-test"
         .decode(PNG_B64)
         .unwrap();
     assert_eq!(artifact_bytes(&image), png);
-    let sent: Value =
-        serde_json::from_slice(&cloud.seen("/v1/images/generations")[0].body).unwrap();
+    let sent: Value = cloud.seen("/v1/images/generations")[0].json();
     assert_eq!(sent["model"], "img-test");
     assert_eq!(sent["size"], "512x512");
     let described = call(
@@ -327,7 +263,7 @@ embedding_model = "embed-test"
         json!({"image": image["artifact"]["id"], "question": "What is in it?"}),
     );
     assert_eq!(described["text"], "A single green pixel.", "{described}");
-    let asked: Value = serde_json::from_slice(&cloud.seen("/v1/chat/completions")[0].body).unwrap();
+    let asked: Value = cloud.seen("/v1/chat/completions")[0].json();
     assert_eq!(asked["model"], "vision-test");
     let parts = &asked["messages"][0]["content"];
     assert_eq!(parts[0]["text"], "What is in it?", "{asked}");
@@ -345,7 +281,7 @@ embedding_model = "embed-test"
     assert_eq!(speech["artifact"]["content_type"], "audio/wav", "{speech}");
     assert_eq!(speech["engine"], "api");
     assert_eq!(artifact_bytes(&speech), wav());
-    let spoken: Value = serde_json::from_slice(&cloud.seen("/v1/audio/speech")[0].body).unwrap();
+    let spoken: Value = cloud.seen("/v1/audio/speech")[0].json();
     assert_eq!(
         (&spoken["model"], &spoken["input"], &spoken["voice"]),
         (
@@ -362,7 +298,8 @@ embedding_model = "embed-test"
     let upload = &cloud.seen("/v1/audio/transcriptions")[0];
     assert!(
         upload
-            .content_type
+            .header("Content-Type")
+            .unwrap_or("")
             .starts_with("multipart/form-data; boundary="),
         "{upload:?}"
     );
@@ -437,6 +374,7 @@ embedding_model = "embed-test"
         assert_eq!(seen[0].method, method, "{path}");
     }
     assert!(cloud.seen("/v1/images/generations")[0]
-        .content_type
+        .header("Content-Type")
+        .unwrap_or("")
         .starts_with("application/json"));
 }

@@ -499,8 +499,8 @@ fn espeak(
 
 #[cfg(test)]
 mod tests {
-    use super::http::fake;
     use super::*;
+    use covo_tests::http_fake as fake;
 
     const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13];
 

@@ -131,8 +131,8 @@ fn plain(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::http::fake;
     use super::*;
+    use covo_tests::http_fake as fake;
     use std::time::Duration;
 
     fn soon() -> Instant {

@@ -196,8 +196,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::http::fake;
     use super::*;
+    use covo_tests::http_fake as fake;
     use std::time::Duration;
 
     fn soon() -> Instant {

@@ -208,30 +208,21 @@ mod tests {
 
     /// Serves a few fixed paths on 127.0.0.1 from a background thread; returns the base URL.
     fn serve() -> String {
-        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-        let port = server.server_addr().to_ip().unwrap().port();
-        std::thread::spawn(move || {
-            for req in server.incoming_requests() {
-                let header = |v: &str| tiny_http::Header::from_bytes("Content-Type", v).unwrap();
-                let resp = match req.url() {
-                    "/page" => tiny_http::Response::from_string(PAGE)
-                        .with_header(header("text/html; charset=utf-8")),
-                    "/long" => tiny_http::Response::from_string("abcdefghij".repeat(1000))
-                        .with_header(header("text/plain")),
-                    "/image" => tiny_http::Response::from_data(vec![0x89, b'P', b'N', b'G'])
-                        .with_header(header("image/png")),
-                    "/slow" => {
-                        std::thread::sleep(Duration::from_secs(3));
-                        tiny_http::Response::from_string("late")
-                    }
-                    _ => tiny_http::Response::from_string("<html><body>nothing here</body></html>")
-                        .with_header(header("text/html"))
-                        .with_status_code(404),
-                };
-                let _ = req.respond(resp);
+        let (base, _) = covo_tests::http_fake::serve(|req| match req.path() {
+            "/page" => (200, "text/html; charset=utf-8", PAGE.into()),
+            "/long" => (200, "text/plain", "abcdefghij".repeat(1000).into_bytes()),
+            "/image" => (200, "image/png", vec![0x89, b'P', b'N', b'G']),
+            "/slow" => {
+                std::thread::sleep(Duration::from_secs(3));
+                (200, "text/plain", b"late".to_vec())
             }
+            _ => (
+                404,
+                "text/html",
+                b"<html><body>nothing here</body></html>".to_vec(),
+            ),
         });
-        format!("http://127.0.0.1:{port}")
+        base
     }
 
     fn soon() -> Instant {
