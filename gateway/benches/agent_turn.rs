@@ -12,7 +12,7 @@ use covo::llm::{
     openai, BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, OnText, StopReason,
     ToolCall, Usage,
 };
-use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::runtime::{Runtime, Via};
 use covo::store::Store;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -60,7 +60,7 @@ fn text(t: &str) -> ChatResponse {
 
 fn runtime() -> Arc<Runtime> {
     Arc::new(
-        Runtime::new(RuntimeOptions::new(Config::default()))
+        Runtime::new(covo::tools::options(Config::default()))
             .unwrap()
             .with_store(Store::in_memory().unwrap()),
     )

@@ -7,14 +7,14 @@
 
 use covo::config::Config;
 use covo::exec::Session;
-use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::runtime::{Runtime, Via};
 use covo::store::Store;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
-    let rt = Runtime::new(RuntimeOptions::new(Config::default()))
+    let rt = Runtime::new(covo::tools::options(Config::default()))
         .unwrap()
         .with_store(Store::in_memory().unwrap());
     let hw = rt.board().hardware().unwrap();

@@ -1,6 +1,8 @@
 //! `covo.toml`: read from `--config FILE`, then `$COVO_CONFIG`, then `./covo.toml`, then the
 //! built-in defaults. Unknown keys are errors, so a typo never silently changes behaviour.
 
+pub use covo_core::profile::ProfileConfig;
+pub use covo_core::toolset::ToolsetConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,32 +28,6 @@ pub enum ConfigError {
     },
 }
 
-/// A user profile: a base profile, plus tools allowed, minus tools denied (deny wins).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileConfig {
-    /// The profile this one starts from.
-    pub base: Option<String>,
-    /// Tool names or wildcard patterns (`mqtt_*`) to add.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Tool names or wildcard patterns to remove; wins over `allow` and the base.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-/// A user toolset: tools and/or other toolsets it includes.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ToolsetConfig {
-    /// Tool names.
-    #[serde(default)]
-    pub tools: Vec<String>,
-    /// Names of toolsets to include.
-    #[serde(default)]
-    pub includes: Vec<String>,
-}
-
 /// Gateway-wide policy switches that do not depend on the board.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +51,7 @@ pub struct FsConfig {
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
     /// `openai` (any OpenAI-compatible server) or `anthropic`.
-    pub provider: Option<crate::llm::ProviderKind>,
+    pub provider: Option<ProviderKind>,
     /// Base URL, e.g. `http://localhost:11434/v1` for Ollama.
     pub base_url: Option<String>,
     /// Model name; without one, covo runs with no model.
@@ -90,6 +66,16 @@ pub struct LlmConfig {
     pub retry_base_ms: Option<u64>,
     /// Output token limit per call (default 4096).
     pub max_tokens: Option<u32>,
+}
+
+/// The provider wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 /// The agent loop.
@@ -144,8 +130,8 @@ impl MqttConfig {
     }
 
     /// How to authenticate and encrypt: credentials (`$COVO_MQTT_PASSWORD` wins) and TLS files.
-    pub fn auth(&self) -> crate::peer::mqtt::BrokerAuth {
-        crate::peer::mqtt::BrokerAuth {
+    pub fn auth(&self) -> covo_wire::mqtt::BrokerAuth {
+        covo_wire::mqtt::BrokerAuth {
             username: self.username.clone(),
             password: std::env::var("COVO_MQTT_PASSWORD")
                 .ok()
@@ -181,17 +167,6 @@ pub fn host_name() -> String {
     } else {
         h
     }
-}
-
-/// `covo peer` (`[peer]`): the cloud side that runs `runs = "peer"` tools.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct PeerConfig {
-    /// This peer's id in topics (default: `peer-` and the host name).
-    pub id: Option<String>,
-    /// What the tool backends need.
-    #[serde(default)]
-    pub backends: crate::peer::backends::BackendsConfig,
 }
 
 /// `covo run` (`[run]`): the gateway daemon.
@@ -263,9 +238,10 @@ pub struct Config {
     pub agent: AgentConfig,
     /// The MQTT link to the cloud peer; `None` means no link.
     pub mqtt: Option<MqttConfig>,
-    /// `covo peer`.
+    /// `[peer]`: read by `covo-peer` (its `PeerConfig`), which checks its keys. The gateway
+    /// never interprets it, so it carries none of the peer's configuration types.
     #[serde(default)]
-    pub peer: PeerConfig,
+    pub peer: toml::Table,
     /// `covo run`.
     #[serde(default)]
     pub run: RunConfig,

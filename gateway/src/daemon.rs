@@ -19,8 +19,8 @@
 //! `[run] approve = true`.
 
 use crate::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult};
+use crate::link::{Message, PeerLink};
 use crate::llm::{ChatModel, ToolCall};
-use crate::peer::mqtt::{Message, PeerLink};
 use crate::runtime::Runtime;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Map, Value};
@@ -162,7 +162,7 @@ pub async fn serve(
     let topics = link.map(|l| RunTopics::new(l.prefix(), l.gateway_id()));
     let swarm_topic = link
         .filter(|_| rt.config().swarm.serve.unwrap_or(true))
-        .map(|l| crate::peer::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
+        .map(|l| covo_wire::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
     let swarm = Arc::new(crate::swarm::SwarmServer::new());
     let swarm_slots = Arc::new(tokio::sync::Semaphore::new(SWARM_SLOTS));
     let swarm_session = Arc::new(match swarm_topic {
@@ -266,7 +266,7 @@ pub async fn serve(
                 let rt2 = rt.clone();
                 let mut last = std::mem::take(&mut sampled);
                 let (last, samples) = tokio::task::spawn_blocking(move || {
-                    let s = crate::tools::sensors::sample_due_readings(&rt2, &mut last, telemetry_every);
+                    let s = crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every);
                     (last, s)
                 })
                 .await?;

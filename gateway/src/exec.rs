@@ -1,12 +1,24 @@
 //! What an executor gets: the call's session, the tool being run, and narrow accessors to the
-//! services it may need. Executors never see the rest of the runtime's state.
+//! services it may need (store, board, peer link, the user's channels). Executors never see
+//! the runtime itself: [`Cx`] reaches it through [`Services`], which `runtime::Runtime`
+//! implements, so this module and everything that uses it sit below the runtime.
 
+use crate::config::Config;
+use crate::discovery::SearchIndex;
 use crate::error::{CallError, ToolError};
-use crate::runtime::{Runtime, Via};
-use crate::spec::ToolSpec;
+use crate::hardware::Board;
+use crate::link::PeerLink;
+use crate::plan::{Plan, Selection};
+use crate::policy::Via;
+use crate::profile::Owned;
+use crate::spec::{Availability, ToolSpec};
 use crate::store::{Store, StoreError};
+use crate::toolset::ToolsetError;
+use covo_hal_tools::hw::Hardware;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
 
 /// The conversation a call belongs to and the channel its user is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,26 +39,203 @@ impl Session {
     }
 }
 
+/// Talks to the user on the session's channel: messages and questions.
+pub trait UserIo: Send + Sync {
+    /// Delivers a message on `channel`. `Err` says why it could not.
+    fn send(&self, channel: &str, text: &str) -> Result<(), String>;
+    /// Asks a question and waits for the answer; `None` when nobody answered.
+    fn ask(&self, question: &str, choices: &[String]) -> Option<String>;
+    /// The channels this runtime can message on, and whether each is connected.
+    fn channels(&self) -> Vec<(String, bool)>;
+}
+
+/// Turns a conversation transcript into a summary with a model, when one is configured.
+pub trait Summarizer: Send + Sync {
+    /// The summary, or `Err` with why the model failed.
+    fn summarize(&self, transcript: &str) -> Result<String, String>;
+}
+
+/// Arguments as received: JSON text from a model, or an already parsed value.
+pub enum Args<'a> {
+    /// JSON text, parsed inside the pipeline (a parse error is the model's to fix).
+    Raw(&'a str),
+    /// An already parsed value.
+    Json(Value),
+}
+
+/// What the pipeline offers to executors (through [`Cx`]) and to hooks. Implemented by
+/// `runtime::Runtime`; the trait keeps the modules below the runtime from naming it.
+pub trait Services: Send + Sync {
+    /// The configuration.
+    fn config(&self) -> &Config;
+    /// The data folder (`$COVO_HOME`).
+    fn home(&self) -> &Path;
+    /// The database, opened on first use.
+    fn store(&self) -> Result<&Store, StoreError>;
+    /// The board.
+    fn board(&self) -> &Arc<Board>;
+    /// The MQTT link, started on first use; `None` without `[mqtt]`.
+    fn peer_link(&self) -> Option<&PeerLink>;
+    /// The user's channels.
+    fn user_io(&self) -> &dyn UserIo;
+    /// The model summarizer, when a model is configured.
+    fn summarizer(&self) -> Option<&dyn Summarizer>;
+    /// The owned tools.
+    fn owned(&self) -> &Owned;
+    /// Whether an owned tool can run now.
+    fn availability(&self, spec: &ToolSpec) -> Availability;
+    /// The owned tool called `name`, or the error that explains why there is none.
+    fn lookup(&self, name: &str) -> Result<&'static ToolSpec, ToolError>;
+    /// Validates arguments against a tool's schema.
+    fn validate(&self, spec: &'static ToolSpec, args: &Value) -> Result<(), ToolError>;
+    /// The BM25 index over the owned tools.
+    fn search_index(&self) -> &SearchIndex;
+    /// The visibility plan for a selection.
+    fn plan(&self, selection: &Selection) -> Result<Plan, ToolsetError>;
+    /// The fail-closed plan: owned, available core tools.
+    fn core_plan(&self) -> Plan;
+    /// Runs a call through the whole pipeline, audited (`tool_call`, a watch's action).
+    fn dispatch(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: Args<'_>,
+        depth: u8,
+    ) -> Result<Value, CallError>;
+}
+
+/// The deepest nesting of `tool_call` inside `tool_call`.
+const MAX_DEPTH: u8 = 1;
+
 /// The context of one executing call.
 pub struct Cx<'a> {
-    pub(crate) rt: &'a Runtime,
+    svc: &'a dyn Services,
     /// The session the call belongs to.
     pub session: &'a Session,
     /// The tool being run.
     pub tool: &'static ToolSpec,
-    pub(crate) via: Via,
-    pub(crate) depth: u8,
+    via: Via,
+    depth: u8,
 }
 
 impl<'a> Cx<'a> {
-    /// The database, opened on first use.
-    pub fn store(&self) -> Result<&'a Store, StoreError> {
-        self.rt.store()
+    /// The context of one call (built by the pipeline).
+    pub fn new(
+        svc: &'a dyn Services,
+        session: &'a Session,
+        tool: &'static ToolSpec,
+        via: Via,
+        depth: u8,
+    ) -> Self {
+        Cx {
+            svc,
+            session,
+            tool,
+            via,
+            depth,
+        }
     }
 
-    /// The runtime, for discovery tools that search, describe and call other tools.
-    pub fn runtime(&self) -> &'a Runtime {
-        self.rt
+    /// How the call reached the pipeline.
+    pub fn via(&self) -> Via {
+        self.via
+    }
+
+    /// The database, opened on first use.
+    pub fn store(&self) -> Result<&'a Store, StoreError> {
+        self.svc.store()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &'a Config {
+        self.svc.config()
+    }
+
+    /// The data folder (`$COVO_HOME`), where artifacts and the database live.
+    pub fn home(&self) -> &'a Path {
+        self.svc.home()
+    }
+
+    /// The board: its definition and policy; the hardware opens on first use.
+    pub fn board(&self) -> &'a Arc<Board> {
+        self.svc.board()
+    }
+
+    /// The board's hardware, or the error the model sees when it cannot open.
+    pub fn hardware(&self) -> Result<Arc<Hardware>, CallError> {
+        self.svc
+            .board()
+            .hardware()
+            .map_err(|e| self.fail(format!("the board is unavailable: {e}")))
+    }
+
+    /// The MQTT link, or the error the model sees without one.
+    pub fn peer_link(&self) -> Result<&'a PeerLink, CallError> {
+        if self.svc.config().mqtt.is_none() {
+            return Err(self.fail("no MQTT broker configured"));
+        }
+        self.svc
+            .peer_link()
+            .ok_or_else(|| self.fail("the MQTT link did not start (see the log)"))
+    }
+
+    /// Whether the MQTT link is up (false without `[mqtt]`); never starts it.
+    pub fn peer_connected(&self) -> bool {
+        self.svc.config().mqtt.is_some() && self.svc.peer_link().is_some_and(|l| l.is_connected())
+    }
+
+    /// The user's channels: messages and questions.
+    pub fn user_io(&self) -> &'a dyn UserIo {
+        self.svc.user_io()
+    }
+
+    /// The model, for summaries, when one is configured.
+    pub fn summarizer(&self) -> Option<&'a dyn Summarizer> {
+        self.svc.summarizer()
+    }
+
+    /// The owned tool called `name`, or the structured error that explains why there is none
+    /// (not in the profile, or unknown, with suggestions).
+    pub fn lookup(&self, name: &str) -> Result<&'static ToolSpec, ToolError> {
+        self.svc.lookup(name)
+    }
+
+    /// An owned tool by name: for calls another tool will make later (a schedule's or a
+    /// watch's action), checked when the job is made.
+    pub fn owned_tool(&self, name: &str) -> Option<&'static ToolSpec> {
+        self.svc.owned().get(name)
+    }
+
+    /// Validates arguments against an owned tool's schema, listing every problem.
+    pub fn validate(&self, spec: &'static ToolSpec, args: &Value) -> Result<(), ToolError> {
+        self.svc.validate(spec, args)
+    }
+
+    /// The owned tools and their search index: for the discovery tools only, which
+    /// genuinely search, describe and call other tools.
+    pub fn discovery(&self) -> Discovery<'a> {
+        Discovery { svc: self.svc }
+    }
+
+    /// Runs `name` as a nested call from `tool_call`: the full pipeline, one level deep at most.
+    pub fn nested_call(&self, name: &str, args: Args<'_>) -> Result<Value, CallError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.fail("tool_call cannot be nested inside another tool_call"));
+        }
+        let via = if self.via == Via::Direct {
+            Via::ToolCall
+        } else {
+            self.via
+        };
+        self.svc
+            .dispatch(self.session, via, name, args, self.depth + 1)
+    }
+
+    /// The pipeline itself, for an executor whose work fires other tools: `sensor_read`, whose
+    /// new reading may trip watches that run their actions (as the sampler's readings do).
+    pub fn pipeline(&self) -> &'a dyn Services {
+        self.svc
     }
 
     /// Deserializes the (already schema-validated) arguments into the executor's type.
@@ -58,5 +247,27 @@ impl<'a> Cx<'a> {
     /// A respond-to-model failure of this tool.
     pub fn fail(&self, message: impl Into<String>) -> CallError {
         CallError::Respond(ToolError::failed(self.tool.name, message))
+    }
+}
+
+/// What the discovery tools see: the owned tools, searchable and describable.
+pub struct Discovery<'a> {
+    svc: &'a dyn Services,
+}
+
+impl<'a> Discovery<'a> {
+    /// The owned tools.
+    pub fn owned(&self) -> &'a Owned {
+        self.svc.owned()
+    }
+
+    /// The BM25 index over the owned tools.
+    pub fn index(&self) -> &'a SearchIndex {
+        self.svc.search_index()
+    }
+
+    /// Whether an owned tool can run now.
+    pub fn availability(&self, spec: &ToolSpec) -> Availability {
+        self.svc.availability(spec)
     }
 }

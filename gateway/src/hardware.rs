@@ -1,14 +1,15 @@
-//! The board, as the gateway sees it: its definition (loaded at start-up, cheap), the board
-//! policy (a `Policy` in the one pipeline), and the hardware itself (opened on first use).
+//! The board, as the gateway sees it: its definition (loaded at start-up, cheap), its policy,
+//! and the hardware itself (opened on first use).
+//!
+//! A hardware call is judged by what it touches, not by its tool's name: each hardware tool
+//! has an access function beside its executor (`tools/`) that says which [`Access`]es a call
+//! makes, and [`Board::check`] judges each against the board's allowlists and limits (the
+//! pipeline's `policy::BoardPolicyCheck`).
 
 use crate::error::ToolError;
-use crate::runtime::{Policy, Refusal};
-use crate::spec::ToolSpec;
 use covo_hal_tools::board::{BoardDef, BoardError};
 use covo_hal_tools::hw::{Hardware, HwError};
-use covo_hal_tools::policy::BoardPolicy;
-use covo_hal_tools::values::{self, PinRef};
-use serde_json::Value;
+use covo_hal_tools::policy::{BoardPolicy, Refusal};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -107,202 +108,133 @@ pub fn tool_error(tool: &str, e: HwError) -> ToolError {
     }
 }
 
-/// The board policy as a pipeline `Policy`: every hardware tool's arguments are checked here,
-/// whichever path the call came by.
-pub struct BoardPolicyCheck {
-    /// The board.
-    pub board: Arc<Board>,
+/// One thing a hardware call touches on the board, as its tool's access function declares it.
+/// Fields the arguments did not yield (a bad pin name, say) are `None`: the executor refuses
+/// such a call as invalid with the same parsers, so nothing runs on an interpretation the
+/// policy did not see.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// Reads from an I2C device: `bytes` is the largest transfer the call makes.
+    I2cRead {
+        /// The 7-bit address.
+        address: Option<u8>,
+        /// Bytes moved in the largest single transfer.
+        bytes: usize,
+    },
+    /// Writes to an I2C device.
+    I2cWrite {
+        /// The bus number.
+        bus: Option<u8>,
+        /// The 7-bit address.
+        address: Option<u8>,
+        /// Bytes written.
+        bytes: usize,
+    },
+    /// Clocks bytes through an SPI device (SPI always writes).
+    Spi {
+        /// Bytes moved.
+        bytes: usize,
+    },
+    /// Drives a GPIO line as an output.
+    GpioOutput {
+        /// BCM line number.
+        pin: u32,
+    },
+    /// Sets a PWM channel.
+    Pwm {
+        /// The channel.
+        channel: u32,
+        /// Frequency in Hz.
+        frequency_hz: f64,
+        /// Duty cycle, 0..=1 (negative when missing: refused by the limits).
+        duty: f64,
+    },
+    /// Writes to a serial port.
+    SerialWrite {
+        /// The port as the call named it (declared name or path).
+        port: String,
+    },
+    /// Drives a microcontroller's GPIO pin.
+    McuOutput {
+        /// The MCU device.
+        device: String,
+        /// Its pin.
+        pin: u8,
+    },
+    /// Sets a microcontroller's PWM pin.
+    McuPwm {
+        /// The MCU device.
+        device: String,
+        /// Its pin.
+        pin: u8,
+        /// Frequency in Hz.
+        frequency_hz: f64,
+        /// Duty cycle.
+        duty: f64,
+    },
+    /// An I2C transaction through a microcontroller.
+    McuI2c {
+        /// The MCU device.
+        device: String,
+        /// The 7-bit address.
+        address: u8,
+        /// Whether any byte is written.
+        writes: bool,
+        /// Bytes moved in the largest transfer.
+        bytes: usize,
+    },
 }
 
-fn refusal(r: covo_hal_tools::policy::Refusal) -> Refusal {
-    Refusal {
-        rule: r.rule.to_string(),
-        detail: r.detail,
-    }
-}
-
-impl BoardPolicyCheck {
-    fn bus(&self, args: &Value) -> Option<u8> {
-        match args.get("bus") {
-            Some(v) => values::bounded("bus", v, 255).ok().map(|b| b as u8),
-            None => self.board.def.default_i2c_bus(),
-        }
-    }
-
-    fn pin(&self, v: Option<&Value>) -> Option<u32> {
-        let p = values::pin("pin", v?).ok()?;
-        match p {
-            PinRef::Number(n) => Some(n),
-            PinRef::Name(name) => self.board.def.device(&name)?.pin,
-        }
-    }
-
-    fn channel(&self, v: Option<&Value>) -> Option<u32> {
-        match values::pin("channel", v?).ok()? {
-            PinRef::Number(n) => Some(n),
-            PinRef::Name(name) => self.board.def.device(&name)?.channel,
-        }
-    }
-
-    /// The MCU a call names, or the board's only one.
-    fn mcu_device(&self, args: &Value) -> Option<String> {
-        if let Some(d) = args.get("device").and_then(Value::as_str) {
-            return Some(d.to_string());
-        }
-        let mut mcus = self.board.def.device.iter().filter(|d| d.driver == "mcu");
-        match (mcus.next(), mcus.next()) {
-            (Some(one), None) => Some(one.name.clone()),
-            _ => None,
-        }
-    }
-
-    fn len(args: &Value, key: &str) -> usize {
-        args.get(key)
-            .and_then(|v| values::bytes(key, v).ok())
-            .map_or(0, |b| b.len())
-    }
-}
-
-impl Policy for BoardPolicyCheck {
-    fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal> {
-        // Arguments that do not parse are left to the executor, which uses the same parsers and
-        // refuses them as invalid; nothing runs on an interpretation the policy did not see.
-        let p = &self.board.policy;
-        let address = args
-            .get("address")
-            .and_then(|v| values::address("address", v).ok());
-        let count = args.get("count").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let r = match spec.name {
-            "i2c_read" | "i2c_write_read" | "i2c_read_register" => address
+impl Board {
+    /// Judges one access against the board policy.
+    pub fn check(&self, access: &Access) -> Result<(), Refusal> {
+        let p = &self.policy;
+        match access {
+            Access::I2cRead { address, bytes } => address
                 .map_or(Ok(()), |a| p.check_address(a))
-                .and_then(|_| p.check_transfer(count.max(Self::len(args, "data")))),
-            "i2c_write" => match (self.bus(args), address) {
+                .and_then(|_| p.check_transfer(*bytes)),
+            Access::I2cWrite {
+                bus,
+                address,
+                bytes,
+            } => match (bus, address) {
                 (Some(b), Some(a)) => p
-                    .check_i2c_write(b, a)
-                    .and_then(|_| p.check_transfer(Self::len(args, "data"))),
+                    .check_i2c_write(*b, *a)
+                    .and_then(|_| p.check_transfer(*bytes)),
                 _ => Ok(()),
             },
-            "spi_transfer" | "spi_write" => p
-                .check_writable()
-                .and_then(|_| p.check_transfer(Self::len(args, "data"))),
-            "gpio_write" => self
-                .pin(args.get("pin"))
-                .map_or(Ok(()), |pin| p.check_output(pin)),
-            "pwm_set" => match self.channel(args.get("channel")) {
-                Some(ch) => {
-                    let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(-1.0);
-                    let freq = args
-                        .get("frequency_hz")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(crate::tools::gpio::DEFAULT_PWM_HZ);
-                    p.check_pwm(ch, freq, duty)
-                }
-                None => Ok(()),
-            },
-            "serial_write" | "serial_request" => {
-                args.get("port")
-                    .and_then(Value::as_str)
-                    .map_or(Ok(()), |port| {
-                        // Checked by declared name, whether the call named the port or its path.
-                        let name = self
-                            .board
-                            .def
-                            .serial
-                            .iter()
-                            .find(|s| s.name == port || s.path.as_deref() == Some(port))
-                            .map_or(port, |s| s.name.as_str());
-                        p.check_serial_write(name)
-                    })
+            Access::Spi { bytes } => p.check_writable().and_then(|_| p.check_transfer(*bytes)),
+            Access::GpioOutput { pin } => p.check_output(*pin),
+            Access::Pwm {
+                channel,
+                frequency_hz,
+                duty,
+            } => p.check_pwm(*channel, *frequency_hz, *duty),
+            Access::SerialWrite { port } => {
+                // Checked by declared name, whether the call named the port or its path.
+                let name = self
+                    .def
+                    .serial
+                    .iter()
+                    .find(|s| s.name == *port || s.path.as_deref() == Some(port.as_str()))
+                    .map_or(port.as_str(), |s| s.name.as_str());
+                p.check_serial_write(name)
             }
-            "display_text" | "display_clear" => {
-                let name = args
-                    .get("display")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .or_else(|| {
-                        self.board
-                            .def
-                            .device
-                            .iter()
-                            .find(|d| d.driver == "ssd1306")
-                            .map(|d| d.name.clone())
-                    });
-                match name.and_then(|n| self.board.def.device(&n).cloned()) {
-                    Some(d) => match (d.bus.or(self.board.def.default_i2c_bus()), d.address) {
-                        (Some(b), Some(a)) => p.check_i2c_write(b, a),
-                        _ => Ok(()),
-                    },
-                    None => Ok(()),
-                }
-            }
-            "mcu_gpio_write" | "mcu_pwm_set" | "mcu_i2c_transfer" => match self.mcu_device(args) {
-                None => Ok(()),
-                Some(dev) => {
-                    let pin = args
-                        .get("pin")
-                        .and_then(Value::as_u64)
-                        .map(|p| p.min(255) as u8);
-                    match spec.name {
-                        "mcu_gpio_write" => pin.map_or(Ok(()), |pin| p.check_mcu_output(&dev, pin)),
-                        "mcu_pwm_set" => pin.map_or(Ok(()), |pin| {
-                            let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(-1.0);
-                            let freq = args
-                                .get("frequency_hz")
-                                .and_then(Value::as_f64)
-                                .unwrap_or(crate::tools::gpio::DEFAULT_PWM_HZ);
-                            p.check_mcu_pwm(&dev, pin, freq, duty)
-                        }),
-                        _ => address.map_or(Ok(()), |a| {
-                            p.check_mcu_i2c(&dev, a, Self::len(args, "data") > 0)
-                                .and_then(|_| p.check_transfer(count.max(Self::len(args, "data"))))
-                        }),
-                    }
-                }
-            },
-            _ => Ok(()),
-        };
-        r.map_err(refusal)
+            Access::McuOutput { device, pin } => p.check_mcu_output(device, *pin),
+            Access::McuPwm {
+                device,
+                pin,
+                frequency_hz,
+                duty,
+            } => p.check_mcu_pwm(device, *pin, *frequency_hz, *duty),
+            Access::McuI2c {
+                device,
+                address,
+                writes,
+                bytes,
+            } => p
+                .check_mcu_i2c(device, *address, *writes)
+                .and_then(|_| p.check_transfer(*bytes)),
+        }
     }
-}
-
-/// The board's hardware for an executor, or the error the model sees.
-pub fn hw(cx: &crate::exec::Cx<'_>) -> Result<Arc<Hardware>, crate::error::CallError> {
-    cx.runtime()
-        .board()
-        .hardware()
-        .map_err(|e| cx.fail(format!("the board is unavailable: {e}")))
-}
-
-/// A hardware error as a call error for this executor.
-pub fn fail(cx: &crate::exec::Cx<'_>, e: HwError) -> crate::error::CallError {
-    tool_error(cx.tool.name, e).into()
-}
-
-/// A value-parsing error as an invalid-arguments error for this executor.
-pub fn invalid(cx: &crate::exec::Cx<'_>, e: values::ValueError) -> crate::error::CallError {
-    ToolError::invalid(cx.tool.name, &e.field, e.problem).into()
-}
-
-/// Argument `key` parsed with `f`, if present.
-pub fn opt<T>(
-    cx: &crate::exec::Cx<'_>,
-    args: &Value,
-    key: &str,
-    f: impl Fn(&str, &Value) -> Result<T, values::ValueError>,
-) -> Result<Option<T>, crate::error::CallError> {
-    args.get(key)
-        .map(|v| f(key, v))
-        .transpose()
-        .map_err(|e| invalid(cx, e))
-}
-
-/// Required argument `key` parsed with `f`.
-pub fn req<T>(
-    cx: &crate::exec::Cx<'_>,
-    args: &Value,
-    key: &str,
-    f: impl Fn(&str, &Value) -> Result<T, values::ValueError>,
-) -> Result<T, crate::error::CallError> {
-    opt(cx, args, key, f)?
-        .ok_or_else(|| ToolError::invalid(cx.tool.name, &format!("/{key}"), "is required").into())
 }

@@ -12,16 +12,18 @@
 //! - `after_*` hooks cannot fail: what happened has happened.
 
 use crate::error::{CallError, ToolError};
-use crate::exec::Session;
+use crate::exec::{Services, Session};
 use crate::plan::{Plan, Selection};
-use crate::runtime::{Approver, Policy, Runtime, Via};
-use crate::spec::{Effect, ToolDef, ToolSpec};
+pub use crate::policy::ToolInvocation;
+use crate::policy::{is, Approver, Policy};
+use crate::spec::{Effect, ToolSpec};
+use covo_core::catalog;
 use serde_json::Value;
 
 /// What a hook sees of the call it runs around.
 pub struct HookCx<'a> {
-    /// The runtime (store, owned tools, plans).
-    pub rt: &'a Runtime,
+    /// The pipeline's services (store, owned tools, plans).
+    pub rt: &'a dyn Services,
     /// The session the call belongs to.
     pub session: &'a Session,
 }
@@ -30,7 +32,7 @@ pub struct HookCx<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct ModelCall {
     /// The tools the model will be shown, in payload order.
-    pub tools: Vec<&'static ToolDef>,
+    pub tools: Vec<&'static ToolSpec>,
     /// Problems hooks hit while shaping the call (already handled; for logs and `/tools`).
     pub notes: Vec<String>,
 }
@@ -42,17 +44,6 @@ pub struct ModelReply<'a> {
     pub text: &'a str,
     /// Names of the tools it asked to call.
     pub tool_calls: &'a [String],
-}
-
-/// One tool call about to run (or that ran).
-#[derive(Debug, Clone, Copy)]
-pub struct ToolInvocation<'a> {
-    /// The tool.
-    pub spec: &'static ToolSpec,
-    /// Its validated arguments.
-    pub args: &'a Value,
-    /// How the call reached the pipeline.
-    pub via: Via,
 }
 
 /// A `before_model_call` hook failed; the call falls back to the core tools.
@@ -116,7 +107,7 @@ impl ToolsetFilter {
     }
 
     /// The plan this filter applies, or the core-only plan with the reason it fell back.
-    pub fn apply(&self, rt: &Runtime) -> (Plan, Option<String>) {
+    pub fn apply(&self, rt: &dyn Services) -> (Plan, Option<String>) {
         match rt.plan(&self.selection) {
             Ok(p) => (p, None),
             Err(e) => {
@@ -166,12 +157,11 @@ impl Hook for PolicyHook {
         call: &ToolInvocation<'_>,
     ) -> Result<(), ToolError> {
         for p in &self.policies {
-            p.check_from(call.spec, call.args, call.via)
-                .map_err(|r| ToolError::PolicyRefused {
-                    tool: call.spec.name.into(),
-                    rule: r.rule,
-                    detail: r.detail,
-                })?;
+            p.check(call).map_err(|r| ToolError::PolicyRefused {
+                tool: call.spec.name.into(),
+                rule: r.rule,
+                detail: r.detail,
+            })?;
         }
         Ok(())
     }
@@ -179,10 +169,15 @@ impl Hook for PolicyHook {
 
 /// Tools that stay usable in plan mode although their effect is not `read`: the ones that shape
 /// and leave the plan, and `tool_call`, whose inner call is checked on its own.
-const PLAN_MODE_ALLOWED: &[&str] = &["plan_update", "exit_plan_mode", "todo_write", "tool_call"];
+const PLAN_MODE_ALLOWED: &[&ToolSpec] = &[
+    &catalog::core::PLAN_UPDATE,
+    &catalog::core::EXIT_PLAN_MODE,
+    &catalog::core::TODO_WRITE,
+    &catalog::discovery::TOOL_CALL,
+];
 
 fn allowed_in_plan_mode(spec: &ToolSpec) -> bool {
-    spec.effect == Effect::Read || PLAN_MODE_ALLOWED.contains(&spec.name)
+    spec.effect == Effect::Read || PLAN_MODE_ALLOWED.iter().any(|a| is(spec, a))
 }
 
 /// Plan mode: between `plan_update` and an accepted `exit_plan_mode`, the model sees and may run
@@ -209,7 +204,7 @@ impl Hook for PlanModeHook {
             message,
         })?;
         if planning {
-            call.tools.retain(|t| allowed_in_plan_mode(&t.spec));
+            call.tools.retain(|t| allowed_in_plan_mode(t));
         }
         Ok(())
     }
@@ -276,11 +271,11 @@ impl Hook for ApprovalHook {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::runtime::RuntimeOptions;
+    use crate::runtime::Runtime;
     use crate::store::Store;
 
     fn runtime(config: Config) -> Runtime {
-        Runtime::new(RuntimeOptions::new(config))
+        Runtime::new(crate::tools::options(config))
             .unwrap()
             .with_store(Store::in_memory().unwrap())
     }
@@ -297,11 +292,8 @@ mod tests {
             .plan(&Selection::Platform("gateway".into()))
             .unwrap()
             .visible;
-        let got: Vec<_> = call.tools.iter().map(|t| t.spec.name).collect();
-        assert_eq!(
-            got,
-            expected.iter().map(|t| t.spec.name).collect::<Vec<_>>()
-        );
+        let got: Vec<_> = call.tools.iter().map(|t| t.name).collect();
+        assert_eq!(got, expected.iter().map(|t| t.name).collect::<Vec<_>>());
         assert!(call.notes.is_empty());
     }
 
@@ -315,7 +307,7 @@ mod tests {
         let call = rt.model_call(&session());
         assert!(!call.tools.is_empty());
         assert!(
-            call.tools.iter().all(|t| t.spec.toolset == "core"),
+            call.tools.iter().all(|t| t.toolset == "core"),
             "fail closed, never open"
         );
         assert_eq!(call.notes.len(), 1);
@@ -331,9 +323,9 @@ mod tests {
             .save_plan(&s.id, &["look".into()], None, None)
             .unwrap();
         let call = rt.model_call(&s);
-        assert!(call.tools.iter().all(|t| allowed_in_plan_mode(&t.spec)));
-        assert!(call.tools.iter().any(|t| t.spec.name == "exit_plan_mode"));
-        assert!(!call.tools.iter().any(|t| t.spec.name == "send_message"));
+        assert!(call.tools.iter().all(|t| allowed_in_plan_mode(t)));
+        assert!(call.tools.iter().any(|t| t.name == "exit_plan_mode"));
+        assert!(!call.tools.iter().any(|t| t.name == "send_message"));
     }
 }
 
@@ -341,7 +333,7 @@ mod tests {
 mod order_tests {
     use super::*;
     use crate::config::Config;
-    use crate::runtime::RuntimeOptions;
+    use crate::runtime::{Runtime, Via};
     use crate::store::Store;
     use std::sync::{Arc, Mutex};
 
@@ -414,7 +406,7 @@ mod order_tests {
 
     fn runtime(fail_model: bool, refuse_tools: bool) -> (Runtime, Arc<Mutex<Vec<String>>>) {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let mut opts = RuntimeOptions::new(Config::default());
+        let mut opts = crate::tools::options(Config::default());
         opts.hooks.push(Box::new(Probe {
             log: log.clone(),
             fail_model,
@@ -446,7 +438,7 @@ mod order_tests {
     fn a_failing_model_hook_fails_closed_to_core_tools() {
         let (rt, _) = runtime(true, false);
         let call = rt.model_call(&Session::new("o", "cli"));
-        assert!(call.tools.iter().all(|t| t.spec.toolset == "core"));
+        assert!(call.tools.iter().all(|t| t.toolset == "core"));
         assert!(call.notes.iter().any(|n| n.contains("probe: broken")));
     }
 

@@ -28,21 +28,21 @@ pub mod agent;
 pub mod artifacts;
 pub mod config;
 pub mod daemon;
-pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod ha;
 pub mod hardware;
 pub mod hooks;
+pub mod link;
 pub mod llm;
-pub mod peer;
-pub mod plan;
-pub mod profile;
+pub mod policy;
 pub mod runtime;
 pub mod spec;
 pub mod store;
 pub mod swarm;
 pub mod tools;
-pub mod toolset;
 pub mod user_io;
 pub mod watch;
+
+// The pure core, re-exported under the names the gateway has always used.
+pub use covo_core::{discovery, plan, profile, toolset};

@@ -8,8 +8,8 @@ use covo::config::Config;
 use covo::error::CallError;
 use covo::exec::Session;
 use covo::plan::{render, Format, Selection};
-use covo::runtime::{AutoApprove, NoApprover, Runtime, RuntimeOptions, Via};
-use covo::spec::{ToolDef, ToolSpec};
+use covo::runtime::{AutoApprove, NoApprover, Runtime, Via};
+use covo::spec::ToolSpec;
 use covo::toolset::Toolsets;
 use serde_json::{json, Value};
 use std::io::{IsTerminal, Write};
@@ -57,8 +57,6 @@ enum Command {
     /// Inspect and call tools.
     #[command(subcommand)]
     Tools(ToolsCmd),
-    /// Run as the cloud peer: serve `runs = "peer"` tools to gateways over MQTT (`[mqtt]`, `[peer]`).
-    Peer,
     /// Run the gateway daemon: chat over MQTT, schedules, sensor sampling and telemetry (`[run]`).
     Run {
         #[command(flatten)]
@@ -161,7 +159,7 @@ enum ToolsCmd {
         #[command(flatten)]
         select: SelectArg,
         /// Wire format.
-        #[arg(long, value_enum, default_value_t = Format::Openai)]
+        #[arg(long, default_value_t = Format::Openai)]
         format: Format,
     },
 }
@@ -225,31 +223,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let _ = rt.peer_link();
             cli::chat::run(rt, cli::chat::ChatOptions { message, session })
         }
-        Command::Peer => peer(&config),
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
     }
-}
-
-fn peer(config: &Config) -> anyhow::Result<ExitCode> {
-    use covo::peer::backends::Backends;
-    use covo::peer::server::{PeerServer, ServerOptions};
-    let opts = ServerOptions::from_config(config);
-    // The peer's own model, from its `[llm]` and `COVO_LLM_*`, serves test_generate and the
-    // sub-agents; without one those tools are not advertised.
-    let model = Backends::model_from_config(config, &|k| std::env::var(k).ok());
-    let backends = Backends::for_peer(config, model);
-    let tools = backends.tools();
-    eprintln!(
-        "covo peer '{}' on {} serving {} tool(s): {}",
-        opts.id,
-        opts.url,
-        tools.len(),
-        tools.join(", ")
-    );
-    let server = PeerServer::start(&opts, std::sync::Arc::new(backends)).map_err(usage)?;
-    server.wait();
-    Ok(ExitCode::SUCCESS)
 }
 
 fn runtime(config: Config, profile: &ProfileArg, yes: bool) -> anyhow::Result<Runtime> {
@@ -262,7 +238,7 @@ fn runtime_for(
     yes: bool,
     selection: Option<Selection>,
 ) -> anyhow::Result<Runtime> {
-    let mut opts = RuntimeOptions::new(config);
+    let mut opts = covo::tools::options(config);
     opts.profile = profile.profile.clone();
     opts.selection = selection;
     opts.approver = if yes {
@@ -284,7 +260,7 @@ fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let rt = runtime(config, &profile, false)?;
-            let listed: Vec<&'static ToolDef> = match select.selection() {
+            let listed: Vec<&'static ToolSpec> = match select.selection() {
                 Some(sel) => rt.plan(&sel).map_err(usage)?.visible,
                 None => rt.owned().tools.clone(),
             };
@@ -292,9 +268,8 @@ fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
                 let rows: Vec<Value> = listed.iter().map(|t| list_row(&rt, t)).collect();
                 writeln!(out, "{}", Value::Array(rows))?;
             } else {
-                for t in listed {
-                    let s = &t.spec;
-                    let av = rt.availability(t);
+                for s in listed {
+                    let av = rt.availability(s);
                     let mark = if av.available { " " } else { "-" };
                     writeln!(
                         out,
@@ -321,8 +296,8 @@ fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
                     .map(|h| {
                         let av = rt.availability(h.tool);
                         json!({
-                            "name": h.tool.spec.name,
-                            "summary": h.tool.spec.summary(),
+                            "name": h.tool.name,
+                            "summary": h.tool.summary(),
                             "score": (h.score * 1000.0).round() / 1000.0,
                             "available": av.available,
                         })
@@ -335,8 +310,8 @@ fn tools(config: Config, cmd: ToolsCmd) -> anyhow::Result<ExitCode> {
                         out,
                         "{:>7.3}  {:<22} {}",
                         h.score,
-                        h.tool.spec.name,
-                        h.tool.spec.summary()
+                        h.tool.name,
+                        h.tool.summary()
                     )?;
                 }
             }
@@ -411,9 +386,8 @@ fn default_platform(config: &Config) -> String {
     config.platform.clone().unwrap_or_else(|| "gateway".into())
 }
 
-fn list_row(rt: &Runtime, t: &ToolDef) -> Value {
-    let s: &ToolSpec = &t.spec;
-    let av = rt.availability(t);
+fn list_row(rt: &Runtime, s: &ToolSpec) -> Value {
+    let av = rt.availability(s);
     let mut row = json!({
         "name": s.name,
         "description": s.description,
@@ -430,7 +404,7 @@ fn list_row(rt: &Runtime, t: &ToolDef) -> Value {
 }
 
 fn toolsets(config: &Config, name: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
-    let catalog: Vec<&'static ToolDef> = covo::tools::all().collect();
+    let catalog: Vec<&'static ToolSpec> = covo_core::catalog::all().collect();
     let ts = Toolsets::new(&catalog, &config.toolsets).map_err(usage)?;
     let mut out = std::io::stdout().lock();
     match name {

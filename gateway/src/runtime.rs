@@ -6,239 +6,37 @@
 use crate::config::Config;
 use crate::discovery::SearchIndex;
 use crate::error::{ArgProblem, CallError, ToolError};
-use crate::exec::{Cx, Session};
-use crate::hardware::{Board, BoardPolicyCheck};
+pub use crate::exec::{Args, Summarizer, UserIo};
+use crate::exec::{Cx, Services, Session};
+use crate::hardware::Board;
 use crate::hooks::{
     ApprovalHook, Hook, HookCx, ModelCall, ModelReply, PlanModeHook, PolicyHook, ToolInvocation,
     ToolsetFilter,
 };
 use crate::plan::{self, Plan, Selection};
+use crate::policy::{is, BoardPolicyCheck};
+pub use crate::policy::{
+    Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SwarmExpose,
+    Via, SWARM_DEFAULT_TOOLSETS,
+};
 use crate::profile::{self, Owned, ProfileError};
 use crate::spec::{Availability, Effect, Exec, ToolDef, ToolSpec};
 use crate::store::{AuditEntry, Store, StoreError};
 use crate::toolset::{ToolsetError, Toolsets};
+use covo_core::catalog;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-/// How a call reached the pipeline; recorded in the audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// The model (or the CLI) named the tool directly.
-    Direct,
-    /// Through the `tool_call` discovery tool.
-    ToolCall,
-    /// From an MQTT request.
-    Mqtt,
-    /// From another gateway or the peer.
-    Remote,
-    /// From a scheduled job.
-    Schedule,
-    /// From a sensor watch's action.
-    Watch,
-}
-
-impl Via {
-    fn as_str(self) -> &'static str {
-        match self {
-            Via::Direct => "direct",
-            Via::ToolCall => "tool_call",
-            Via::Mqtt => "mqtt",
-            Via::Remote => "remote",
-            Via::Schedule => "schedule",
-            Via::Watch => "watch",
-        }
-    }
-}
-
-/// Why a policy refused a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The rule, e.g. `read_only` or `i2c.write_allow`.
-    pub rule: String,
-    /// What the rule says about this call.
-    pub detail: String,
-}
-
-/// A policy that may refuse a call after its arguments are valid and before it runs.
-pub trait Policy: Send + Sync {
-    /// `Err` refuses the call.
-    fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal>;
-
-    /// Like [`Policy::check`], for a policy that also depends on where the call came from.
-    fn check_from(&self, spec: &ToolSpec, args: &Value, _via: Via) -> Result<(), Refusal> {
-        self.check(spec, args)
-    }
-}
-
-/// Tools never served to other gateways: the swarm tools (no relaying through a member) and
-/// `tool_call` (its inner call is checked on its own anyway).
-const NEVER_SERVED: &[&str] = &[
-    "swarm_members",
-    "swarm_call",
-    "swarm_broadcast",
-    "tool_call",
-];
-
-/// The toolsets whose `read` tools other gateways may call by default: the board's hardware,
-/// never its files, memories or conversations.
-pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &["board", "sensors", "gpio", "i2c", "mcu"];
-
-/// `[swarm] expose`: calls from other gateways (`Via::Remote`) may only run exposed tools.
-/// Local calls are not affected.
-pub struct SwarmExpose {
-    /// Name globs; `None` exposes the `read` tools of [`SWARM_DEFAULT_TOOLSETS`].
-    pub expose: Option<Vec<String>>,
-}
-
-impl SwarmExpose {
-    /// Whether another gateway may call `spec` here.
-    pub fn exposes(&self, spec: &ToolSpec) -> bool {
-        if NEVER_SERVED.contains(&spec.name) {
-            return false;
-        }
-        match &self.expose {
-            None => spec.effect == Effect::Read && SWARM_DEFAULT_TOOLSETS.contains(&spec.toolset),
-            Some(globs) => globs
-                .iter()
-                .any(|g| wildmatch::WildMatch::new(g).matches(spec.name)),
-        }
-    }
-}
-
-impl Policy for SwarmExpose {
-    fn check(&self, _spec: &ToolSpec, _args: &Value) -> Result<(), Refusal> {
-        Ok(())
-    }
-
-    fn check_from(&self, spec: &ToolSpec, _args: &Value, via: Via) -> Result<(), Refusal> {
-        if via != Via::Remote || self.exposes(spec) {
-            return Ok(());
-        }
-        Err(Refusal {
-            rule: "swarm.expose".into(),
-            detail: match &self.expose {
-                None => format!(
-                    "other gateways may call only the read tools of the {} toolsets here, and \
-                     '{}' is not one; [swarm] expose lists what they may call",
-                    SWARM_DEFAULT_TOOLSETS.join(", "),
-                    spec.name
-                ),
-                Some(globs) => format!(
-                    "'{}' matches none of [swarm] expose ({})",
-                    spec.name,
-                    if globs.is_empty() {
-                        "empty".into()
-                    } else {
-                        globs.join(", ")
-                    }
-                ),
-            },
-        })
-    }
-}
-
-/// The gateway-wide read-only switch: refuses every tool whose effect is not `read`.
-pub struct ReadOnly;
-
-impl Policy for ReadOnly {
-    fn check(&self, spec: &ToolSpec, _args: &Value) -> Result<(), Refusal> {
-        // `tool_call` is a proxy: the call it makes passes through this policy on its own.
-        if spec.effect == Effect::Read || spec.name == "tool_call" {
-            Ok(())
-        } else {
-            Err(Refusal {
-                rule: "read_only".into(),
-                detail: format!(
-                    "the gateway is in read-only mode and '{}' has effect '{}'",
-                    spec.name,
-                    spec.effect.as_str()
-                ),
-            })
-        }
-    }
-}
-
-/// `mqtt_publish` may only publish to topics that match `[mqtt] publish_allow`.
-pub struct MqttPublishAllow {
-    /// The allowed topic filters.
-    pub allow: Vec<String>,
-}
-
-impl Policy for MqttPublishAllow {
-    fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refusal> {
-        if spec.name != "mqtt_publish" {
-            return Ok(());
-        }
-        let topic = args.get("topic").and_then(Value::as_str).unwrap_or("");
-        if self
-            .allow
-            .iter()
-            .any(|f| crate::peer::mqtt::topic_matches(f, topic))
-        {
-            Ok(())
-        } else {
-            Err(Refusal {
-                rule: "mqtt.publish_allow".into(),
-                detail: format!(
-                    "'{topic}' matches none of [mqtt] publish_allow ({})",
-                    if self.allow.is_empty() {
-                        "empty".to_string()
-                    } else {
-                        self.allow.join(", ")
-                    }
-                ),
-            })
-        }
-    }
-}
-
-/// Decides whether a destructive call may run.
-pub trait Approver: Send + Sync {
-    /// `Err(detail)` declines.
-    fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String>;
-}
-
-/// Approves everything (`--yes`).
-pub struct AutoApprove;
-
-impl Approver for AutoApprove {
-    fn approve(&self, _: &ToolSpec, _: &Value) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-/// Declines everything: nobody is there to ask.
-pub struct NoApprover;
-
-impl Approver for NoApprover {
-    fn approve(&self, _: &ToolSpec, _: &Value) -> Result<(), String> {
-        Err("no one is available to approve it here; re-run with --yes to approve".into())
-    }
-}
-
-/// Talks to the user on the session's channel: messages and questions.
-pub trait UserIo: Send + Sync {
-    /// Delivers a message on `channel`. `Err` says why it could not.
-    fn send(&self, channel: &str, text: &str) -> Result<(), String>;
-    /// Asks a question and waits for the answer; `None` when nobody answered.
-    fn ask(&self, question: &str, choices: &[String]) -> Option<String>;
-    /// The channels this runtime can message on, and whether each is connected.
-    fn channels(&self) -> Vec<(String, bool)>;
-}
-
-/// Turns a conversation transcript into a summary with a model, when one is configured.
-pub trait Summarizer: Send + Sync {
-    /// The summary, or `Err` with why the model failed.
-    fn summarize(&self, transcript: &str) -> Result<String, String>;
-}
-
 /// Everything the runtime is built from.
 pub struct RuntimeOptions {
     /// The loaded configuration.
     pub config: Config,
+    /// The tools it can run: the catalog's specs with their executors (`tools::all()`; the
+    /// runtime sits below the tools and never names them).
+    pub tools: Vec<&'static ToolDef>,
     /// The profile to own tools under (overrides `config.profile`).
     pub profile: Option<String>,
     /// The data folder (default: from config and environment).
@@ -267,16 +65,18 @@ pub struct RuntimeOptions {
 /// policy, approval, audit) before `host` executes them.
 pub struct LocalPeer {
     /// What runs the tools.
-    pub host: Arc<dyn crate::peer::server::ToolHost>,
+    pub host: Arc<dyn covo_wire::host::ToolHost>,
     /// Each call's deadline, from when it starts.
     pub timeout: std::time::Duration,
 }
 
 impl RuntimeOptions {
-    /// Defaults for `config`: nobody approves, no channels, no model.
-    pub fn new(config: Config) -> Self {
+    /// Defaults for `config` and these tools: nobody approves, no channels, no model.
+    /// `covo::tools::options(config)` gives every built-in tool.
+    pub fn with_tools(config: Config, tools: Vec<&'static ToolDef>) -> Self {
         RuntimeOptions {
             config,
+            tools,
             profile: None,
             home: None,
             approver: Box::new(NoApprover),
@@ -309,6 +109,8 @@ pub enum BuildError {
 pub struct Runtime {
     config: Config,
     owned: Owned,
+    /// The executors of the owned tools, by name.
+    defs: HashMap<&'static str, &'static ToolDef>,
     toolsets: Toolsets,
     home: PathBuf,
     store: OnceLock<Store>,
@@ -318,20 +120,24 @@ pub struct Runtime {
     summarizer: Option<Box<dyn Summarizer>>,
     validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
     search: OnceLock<SearchIndex>,
-    peer: OnceLock<Option<crate::peer::mqtt::PeerLink>>,
+    peer: OnceLock<Option<crate::link::PeerLink>>,
     local_peer: Option<LocalPeer>,
 }
+
+/// The swarm tools: they need the broker like the `mqtt` toolset does.
+const SWARM_TOOLS: &[&ToolSpec] = &[
+    &catalog::delegation::SWARM_MEMBERS,
+    &catalog::delegation::SWARM_CALL,
+    &catalog::delegation::SWARM_BROADCAST,
+];
 
 /// How long the first use of the peer link waits for the retained peer births.
 const PEER_SYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The deepest nesting of `tool_call` inside `tool_call`.
-const MAX_DEPTH: u8 = 1;
-
 impl Runtime {
     /// Builds a runtime: prunes the catalog to the profile and checks every toolset resolves.
     pub fn new(opts: RuntimeOptions) -> Result<Runtime, BuildError> {
-        let catalog: Vec<&'static ToolDef> = crate::tools::all().collect();
+        let catalog: Vec<&'static ToolSpec> = opts.tools.iter().map(|d| d.spec).collect();
         let profile = opts
             .profile
             .clone()
@@ -379,9 +185,16 @@ impl Runtime {
         hooks.extend(opts.hooks);
         hooks.push(Box::new(ApprovalHook::new(opts.approver)));
         let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
+        let defs = opts
+            .tools
+            .iter()
+            .filter(|d| owned.owns(d.spec.name))
+            .map(|d| (d.spec.name, *d))
+            .collect();
         Ok(Runtime {
             config: opts.config,
             owned,
+            defs,
             toolsets,
             home,
             store: OnceLock::new(),
@@ -443,11 +256,11 @@ impl Runtime {
 
     /// The MQTT link to the cloud peers: `None` without `[mqtt]` (or with a bad URL). Started on
     /// first use, which waits up to 2 s for the retained peer births.
-    pub fn peer_link(&self) -> Option<&crate::peer::mqtt::PeerLink> {
+    pub fn peer_link(&self) -> Option<&crate::link::PeerLink> {
         self.peer
             .get_or_init(|| {
                 let cfg = self.config.mqtt.as_ref()?;
-                match crate::peer::mqtt::PeerLink::start(cfg) {
+                match crate::link::PeerLink::start(cfg) {
                     Ok(link) => {
                         if !link.wait_synced(PEER_SYNC) {
                             tracing::warn!(url = cfg.url(), "MQTT broker not reachable yet");
@@ -463,11 +276,19 @@ impl Runtime {
             .as_ref()
     }
 
-    /// Whether a tool can run now.
-    pub fn availability(&self, def: &ToolDef) -> Availability {
+    /// The executor of an owned tool.
+    fn def(&self, spec: &ToolSpec) -> Option<&'static ToolDef> {
+        self.defs.get(spec.name).copied()
+    }
+
+    /// Whether an owned tool can run now.
+    pub fn availability(&self, spec: &ToolSpec) -> Availability {
+        let Some(def) = self.def(spec) else {
+            return Availability::no(format!("not owned under profile '{}'", self.owned.profile));
+        };
         if let Exec::Peer = def.exec {
             if let Some(local) = &self.local_peer {
-                return if local.host.tools().iter().any(|t| t == def.spec.name) {
+                return if local.host.tools().iter().any(|t| t == spec.name) {
                     Availability::yes()
                 } else {
                     Availability::no("this peer does not serve it")
@@ -478,28 +299,28 @@ impl Runtime {
             }
             return match self.peer_link() {
                 None => Availability::no("MQTT link not started (see the log)"),
-                Some(link) => match link.availability(def.spec.name) {
+                Some(link) => match link.availability(spec.name) {
                     Ok(()) => Availability::yes(),
                     Err(reason) => Availability::no(reason),
                 },
             };
         }
-        let av = Availability::of(def);
+        let av = def.availability();
         if !av.available {
             return av;
         }
-        if (def.spec.toolset == "mqtt" || def.spec.name.starts_with("swarm_"))
-            && self.config.mqtt.is_none()
-        {
+        let needs_broker = spec.toolset == catalog::mqtt::MQTT_PUBLISH.toolset
+            || SWARM_TOOLS.iter().any(|t| is(spec, t));
+        if needs_broker && self.config.mqtt.is_none() {
             return Availability::no("no MQTT broker configured");
         }
-        if def.spec.name == "notify"
+        if is(spec, &catalog::messaging::NOTIFY)
             && self.config.mqtt.is_none()
             && self.config.notify.webhook.is_none()
         {
             return Availability::no("no MQTT broker configured");
         }
-        match self.board.missing(def.spec.toolset) {
+        match self.board.missing(spec.toolset) {
             Some(reason) => Availability::no(reason),
             None => av,
         }
@@ -514,10 +335,13 @@ impl Runtime {
         self.owned
             .tools
             .iter()
-            .filter(|d| matches!(d.exec, Exec::Local(_)))
-            .filter(|d| expose.exposes(&d.spec))
-            .filter(|d| self.availability(d).available)
-            .map(|d| d.spec.name.to_string())
+            .filter(|s| {
+                self.def(s)
+                    .is_some_and(|d| matches!(d.exec, Exec::Local(_)))
+            })
+            .filter(|s| expose.exposes(s))
+            .filter(|s| self.availability(s).available)
+            .map(|s| s.name.to_string())
             .collect()
     }
 
@@ -548,8 +372,7 @@ impl Runtime {
             if let Err(e) = h.before_model_call(&cx, &mut call) {
                 tracing::warn!(hook = h.name(), error = %e, "before_model_call failed; core tools only");
                 let core = self.core_plan().visible;
-                call.tools
-                    .retain(|t| core.iter().any(|c| c.spec.name == t.spec.name));
+                call.tools.retain(|t| core.iter().any(|c| c.name == t.name));
                 call.notes.push(format!("hook failed closed: {e}"));
             }
         }
@@ -592,7 +415,7 @@ impl Runtime {
         self.dispatch(session, via, name, Args::Json(args), 0)
     }
 
-    pub(crate) fn dispatch(
+    fn dispatch(
         &self,
         session: &Session,
         via: Via,
@@ -644,9 +467,12 @@ impl Runtime {
         args: Args<'_>,
         depth: u8,
     ) -> Result<Value, CallError> {
-        let def = self.lookup(name)?;
-        let spec = &def.spec;
-        let availability = self.availability(def);
+        let spec = self.lookup(name)?;
+        let def = self.def(spec).ok_or_else(|| ToolError::Unavailable {
+            tool: name.into(),
+            reason: "no executor is registered for it".into(),
+        })?;
+        let availability = self.availability(spec);
         if let Exec::Missing = def.exec {
             return Err(ToolError::Unavailable {
                 tool: name.into(),
@@ -673,21 +499,17 @@ impl Runtime {
         };
         self.validate(spec, &args)?;
         let hook_cx = HookCx { rt: self, session };
+        let access = def.access(self.board.def(), &args);
         let invocation = ToolInvocation {
             spec,
             args: &args,
             via,
+            access: &access,
         };
         for h in &self.hooks {
             h.before_tool_call(&hook_cx, &invocation)?;
         }
-        let cx = Cx {
-            rt: self,
-            session,
-            tool: spec,
-            via,
-            depth,
-        };
+        let cx = Cx::new(self, session, spec, via, depth);
         let outcome = match def.exec {
             Exec::Local(exec) => exec(&cx, args.clone()),
             Exec::Peer => self.call_peer(spec, args.clone()),
@@ -725,11 +547,11 @@ impl Runtime {
     }
 
     /// The owned tool called `name`, or the structured error that explains why there is none.
-    pub fn lookup(&self, name: &str) -> Result<&'static ToolDef, ToolError> {
+    pub fn lookup(&self, name: &str) -> Result<&'static ToolSpec, ToolError> {
         if let Some(def) = self.owned.get(name) {
             return Ok(def);
         }
-        if crate::tools::find(name).is_some() {
+        if catalog::find(name).is_some() {
             return Err(ToolError::NotInProfile {
                 tool: name.into(),
                 profile: self.owned.profile.clone(),
@@ -740,7 +562,7 @@ impl Runtime {
             .owned
             .tools
             .iter()
-            .map(|t| (strsim::jaro_winkler(name, t.spec.name), t.spec.name))
+            .map(|t| (strsim::jaro_winkler(name, t.name), t.name))
             .filter(|(score, _)| *score >= 0.85)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -750,8 +572,8 @@ impl Runtime {
             .search_index()
             .search(&name.replace(['_', '-'], " "), 3)
         {
-            if did_you_mean.len() < 3 && !did_you_mean.iter().any(|n| n == h.tool.spec.name) {
-                did_you_mean.push(h.tool.spec.name.to_string());
+            if did_you_mean.len() < 3 && !did_you_mean.iter().any(|n| n == h.tool.name) {
+                did_you_mean.push(h.tool.name.to_string());
             }
         }
         Err(ToolError::UnknownTool {
@@ -794,30 +616,75 @@ impl Runtime {
             })
             .clone()
     }
-
-    /// Runs `name` as a nested call from `tool_call`: the full pipeline, one level deep at most.
-    pub(crate) fn nested_call(
-        &self,
-        cx: &Cx<'_>,
-        name: &str,
-        args: Args<'_>,
-    ) -> Result<Value, CallError> {
-        if cx.depth >= MAX_DEPTH {
-            return Err(cx.fail("tool_call cannot be nested inside another tool_call"));
-        }
-        let via = if cx.via == Via::Direct {
-            Via::ToolCall
-        } else {
-            cx.via
-        };
-        self.dispatch(cx.session, via, name, args, cx.depth + 1)
-    }
 }
 
-/// Arguments as received: JSON text from a model, or an already parsed value.
-pub(crate) enum Args<'a> {
-    Raw(&'a str),
-    Json(Value),
+impl Services for Runtime {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn home(&self) -> &std::path::Path {
+        &self.home
+    }
+
+    fn store(&self) -> Result<&Store, StoreError> {
+        Runtime::store(self)
+    }
+
+    fn board(&self) -> &Arc<Board> {
+        &self.board
+    }
+
+    fn peer_link(&self) -> Option<&crate::link::PeerLink> {
+        Runtime::peer_link(self)
+    }
+
+    fn user_io(&self) -> &dyn UserIo {
+        self.user_io.as_ref()
+    }
+
+    fn summarizer(&self) -> Option<&dyn Summarizer> {
+        self.summarizer.as_deref()
+    }
+
+    fn owned(&self) -> &Owned {
+        &self.owned
+    }
+
+    fn availability(&self, spec: &ToolSpec) -> Availability {
+        Runtime::availability(self, spec)
+    }
+
+    fn lookup(&self, name: &str) -> Result<&'static ToolSpec, ToolError> {
+        Runtime::lookup(self, name)
+    }
+
+    fn validate(&self, spec: &'static ToolSpec, args: &Value) -> Result<(), ToolError> {
+        Runtime::validate(self, spec, args)
+    }
+
+    fn search_index(&self) -> &SearchIndex {
+        Runtime::search_index(self)
+    }
+
+    fn plan(&self, selection: &Selection) -> Result<Plan, ToolsetError> {
+        Runtime::plan(self, selection)
+    }
+
+    fn core_plan(&self) -> Plan {
+        Runtime::core_plan(self)
+    }
+
+    fn dispatch(
+        &self,
+        session: &Session,
+        via: Via,
+        name: &str,
+        args: Args<'_>,
+        depth: u8,
+    ) -> Result<Value, CallError> {
+        Runtime::dispatch(self, session, via, name, args, depth)
+    }
 }
 
 fn error_kind(e: &ToolError) -> String {

@@ -2,7 +2,7 @@
 //!
 //! Each gateway's retained birth (`P/gateways/G/status`) lists the tools it serves to the swarm
 //! (`Runtime::swarm_served`); `PeerLink` keeps the other gateways' latest status as
-//! [`Member`](crate::peer::mqtt::Member)s. A call to gateway `G` is a peer-protocol request on
+//! [`Member`](crate::link::Member)s. A call to gateway `G` is a peer-protocol request on
 //! `P/G/swarm/req` with the caller's `P/C/swarm/res` as its MQTT 5 response topic. `covo run` on
 //! `G` answers it here, through `G`'s own pipeline (`Via::Remote`): schema, `[swarm] expose`,
 //! `G`'s board policy, `G`'s approver, audit. A QoS 1 redelivery is answered from the dedup
@@ -10,10 +10,10 @@
 
 use crate::error::CallError;
 use crate::exec::Session;
-use crate::peer::mqtt::{Message, PeerLink};
-use crate::peer::protocol::{Request, Response};
-use crate::peer::server::{Admit, Dedup};
+use crate::link::{Message, PeerLink};
 use crate::runtime::{Runtime, Via};
+use covo_wire::dedup::{Admit, Dedup};
+use covo_wire::protocol::{Request, Response};
 use std::sync::Mutex;
 
 /// What answers swarm calls on one gateway.

@@ -7,7 +7,7 @@ use covo::config::Config;
 use covo::exec::Session;
 use covo::llm::{ChatModel, HttpModel, LlmError, Provider, ProviderKind, ToolCall};
 use covo::plan::{render, Format};
-use covo::runtime::{Runtime, RuntimeOptions};
+use covo::runtime::Runtime;
 use covo::store::Store;
 use covo_tests::llm_server::{Reply, ScriptedLlm};
 use serde_json::Value;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 fn runtime(profile: &str, config: Config) -> Arc<Runtime> {
-    let mut opts = RuntimeOptions::new(config);
+    let mut opts = covo::tools::options(config);
     opts.profile = Some(profile.into());
     Arc::new(
         Runtime::new(opts)
@@ -236,7 +236,7 @@ fn every_request_carries_exactly_the_visibility_plan_even_after_search_and_tool_
     let (r, rec) = turn(&mut a, "remember that the relay is on GPIO17");
     assert_eq!(r.outcome, Outcome::Answer("Stored.".into()));
     let expected = rt.model_call(&Session::new("t", "cli")).tools;
-    let expected_names: Vec<String> = expected.iter().map(|t| t.spec.name.to_string()).collect();
+    let expected_names: Vec<String> = expected.iter().map(|t| t.name.to_string()).collect();
     let expected_payload = render(&expected, Format::Openai);
     for (i, req) in srv.requests().iter().enumerate() {
         assert_eq!(tool_names(&req.body), expected_names, "request {i}");
@@ -499,7 +499,7 @@ fn read_calls_of_one_response_run_concurrently_and_writes_run_in_order() {
         Reply::text("ok"),
     ]);
     let meet = Arc::new(Rendezvous::default());
-    let mut opts = RuntimeOptions::new(Config::default());
+    let mut opts = covo::tools::options(Config::default());
     opts.user_io = Box::new(SharedRendezvous(meet.clone()));
     let rt = Arc::new(
         Runtime::new(opts)

@@ -4,7 +4,7 @@
 use covo::config::Config;
 use covo::error::{CallError, ToolError};
 use covo::exec::Session;
-use covo::runtime::{Approver, AutoApprove, Runtime, RuntimeOptions, Via};
+use covo::runtime::{Approver, AutoApprove, Runtime, Via};
 use covo::spec::ToolSpec;
 use covo::store::Store;
 use serde_json::{json, Value};
@@ -44,7 +44,7 @@ fn fixture(approver: Box<dyn Approver>, read_only: bool) -> Fixture {
     let mut config = Config::default();
     config.fs.roots = vec![root.clone()];
     config.policy.read_only = read_only;
-    let mut opts = RuntimeOptions::new(config);
+    let mut opts = covo::tools::options(config);
     opts.profile = Some("coding".into());
     opts.approver = approver;
     opts.home = Some(dir.path().to_path_buf());

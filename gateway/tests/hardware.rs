@@ -5,7 +5,7 @@ use covo::config::Config;
 use covo::error::{CallError, ToolError};
 use covo::exec::Session;
 use covo::hardware::Board;
-use covo::runtime::{AutoApprove, Runtime, RuntimeOptions, Via};
+use covo::runtime::{AutoApprove, Runtime, Via};
 use covo::store::Store;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
@@ -243,7 +243,7 @@ static PTY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn scripted() -> (Runtime, SimBoard) {
     let sim = SimBoard::new();
     let hw = Hardware::sim_with(BoardDef::sim(), sim.clone());
-    let mut opts = RuntimeOptions::new(Config::default());
+    let mut opts = covo::tools::options(Config::default());
     opts.board = Some(Arc::new(Board::with_hardware(hw)));
     opts.approver = Box::new(AutoApprove);
     (
@@ -345,7 +345,7 @@ fn display_text_lands_in_the_sim_framebuffer() {
 fn hardware_tools_are_visible_on_the_gateway_platform_but_spi_is_not_on_the_sim() {
     let (rt, _) = scripted();
     let call = rt.model_call(&Session::new("hw", "cli"));
-    let names: Vec<&str> = call.tools.iter().map(|t| t.spec.name).collect();
+    let names: Vec<&str> = call.tools.iter().map(|t| t.name).collect();
     assert!(names.contains(&"sensor_read") && names.contains(&"i2c_scan"));
     assert!(
         !names.contains(&"spi_transfer"),
@@ -495,7 +495,7 @@ fn serial_tools_work_against_a_real_pseudo_terminal() {
         "[board]\nname = \"pty\"\nmodel = \"test\"\nbackend = \"linux\"\n[[serial]]\nname = \"modem\"\npath = \"{slave_path}\"\nbaud = 9600\n"
     );
     let def = BoardDef::parse(&toml, std::path::Path::new("pty.toml")).unwrap();
-    let mut opts = RuntimeOptions::new(Config::default());
+    let mut opts = covo::tools::options(Config::default());
     opts.board = Some(Arc::new(Board::from_def(def)));
     let rt = Arc::new(
         Runtime::new(opts)

@@ -5,12 +5,12 @@
 use covo::config::Config;
 use covo::error::{CallError, ToolError};
 use covo::exec::Session;
-use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::runtime::{Runtime, Via};
 use covo::store::Store;
 use serde_json::{json, Value};
 
 fn runtime_with(config: Config, profile: &str) -> Runtime {
-    let mut opts = RuntimeOptions::new(config);
+    let mut opts = covo::tools::options(config);
     opts.profile = Some(profile.into());
     Runtime::new(opts)
         .unwrap()
@@ -199,9 +199,9 @@ fn search_never_returns_a_tool_the_profile_prunes() {
         ] {
             for hit in rt.search_index().search(q, 20) {
                 assert!(
-                    rt.owned().owns(hit.tool.spec.name),
+                    rt.owned().owns(hit.tool.name),
                     "{profile}: '{q}' returned {}",
-                    hit.tool.spec.name
+                    hit.tool.name
                 );
             }
         }
@@ -324,7 +324,7 @@ impl covo::runtime::UserIo for Answers {
 
 #[test]
 fn plan_mode_refuses_writes_on_every_path_until_the_plan_is_accepted() {
-    let mut opts = RuntimeOptions::new(Config::default());
+    let mut opts = covo::tools::options(Config::default());
     opts.user_io = Box::new(Answers("accept"));
     let rt = Runtime::new(opts)
         .unwrap()
@@ -365,7 +365,7 @@ fn plan_mode_refuses_writes_on_every_path_until_the_plan_is_accepted() {
 /// `code_run` and records what reaches it.
 struct LocalHost(std::sync::Mutex<Vec<Value>>);
 
-impl covo::peer::server::ToolHost for LocalHost {
+impl covo_wire::host::ToolHost for LocalHost {
     fn tools(&self) -> Vec<String> {
         vec!["plot_series".into(), "code_run".into()]
     }
@@ -391,7 +391,7 @@ fn with_a_local_peer_peer_tools_run_in_process_after_validation_and_policy() {
         ..Default::default()
     });
     config.policy.read_only = true;
-    let mut opts = RuntimeOptions::new(config);
+    let mut opts = covo::tools::options(config);
     opts.local_peer = Some(covo::runtime::LocalPeer {
         host: host.clone(),
         timeout: std::time::Duration::from_secs(5),

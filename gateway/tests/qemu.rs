@@ -6,7 +6,7 @@
 use covo::config::Config;
 use covo::exec::Session;
 use covo::hardware::Board;
-use covo::runtime::{Runtime, RuntimeOptions, Via};
+use covo::runtime::{Runtime, Via};
 use covo::store::Store;
 use covo_hal_tools::board::BoardDef;
 use serde_json::{json, Value};
@@ -160,7 +160,7 @@ fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
 
     // One long-lived runtime: kill QEMU under it, start a new one, and the next read reconnects.
     let def = BoardDef::load(&board).unwrap();
-    let mut opts = RuntimeOptions::new(Config::default());
+    let mut opts = covo::tools::options(Config::default());
     opts.board = Some(Arc::new(Board::from_def(def)));
     let rt = Runtime::new(opts)
         .unwrap()

@@ -216,7 +216,7 @@ mod tools {
     use covo::config::{Config, MqttConfig};
     use covo::error::{CallError, ToolError};
     use covo::exec::Session;
-    use covo::runtime::{Runtime, RuntimeOptions, Via};
+    use covo::runtime::{Runtime, Via};
     use covo::store::Store;
 
     pub fn runtime(broker: &Mosquitto, allow: &[&str]) -> Runtime {
@@ -229,7 +229,7 @@ mod tools {
             }),
             ..Default::default()
         };
-        let rt = Runtime::new(RuntimeOptions::new(config))
+        let rt = Runtime::new(covo::tools::options(config))
             .unwrap()
             .with_store(Store::in_memory().unwrap());
         assert!(rt.peer_link().unwrap().wait_synced(Duration::from_secs(5)));
@@ -348,7 +348,7 @@ mod tools {
 
     #[test]
     fn without_mqtt_the_mqtt_tools_are_unavailable() {
-        let rt = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+        let rt = Runtime::new(covo::tools::options(Config::default())).unwrap();
         for t in [
             "mqtt_publish",
             "mqtt_wait_message",
@@ -369,7 +369,7 @@ mod tools {
 #[test]
 fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them() {
     use covo::config::{Config, MqttConfig, NotifyConfig};
-    use covo::runtime::{Runtime, RuntimeOptions};
+    use covo::runtime::Runtime;
     use std::io::Write;
     use std::net::TcpListener;
     let broker = Mosquitto::start();
@@ -416,7 +416,7 @@ fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them()
         notify: NotifyConfig { webhook: Some(url) },
         ..Default::default()
     };
-    let rt = Runtime::new(RuntimeOptions::new(config))
+    let rt = Runtime::new(covo::tools::options(config))
         .unwrap()
         .with_store(covo::store::Store::in_memory().unwrap());
     let v = tools::call(
@@ -444,7 +444,7 @@ fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them()
     assert_eq!(find("webhook")["configured"], true);
     assert!(find("cli").get("connected").is_some());
 
-    let bare = Runtime::new(RuntimeOptions::new(Config::default())).unwrap();
+    let bare = Runtime::new(covo::tools::options(Config::default())).unwrap();
     let av = bare.availability(bare.lookup("notify").unwrap());
     assert_eq!(av.reason.as_deref(), Some("no MQTT broker configured"));
 }
@@ -507,7 +507,7 @@ fn check_discovery(topic: &str, v: &Value) {
 fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() {
     use covo::config::{Config, MqttConfig};
     use covo::hardware::Board;
-    use covo::runtime::{Runtime, RuntimeOptions};
+    use covo::runtime::Runtime;
     use covo_hal_tools::board::BoardDef;
     use covo_hal_tools::hw::Hardware;
     use covo_hal_tools::sim::SimBoard;
@@ -518,7 +518,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     let ha = raw(broker.port(), "homeassistant/+/+/+/config");
     let states = raw(broker.port(), "covo/gw1/ha/#");
     let sim = SimBoard::new();
-    let mut opts = RuntimeOptions::new(Config {
+    let mut opts = covo::tools::options(Config {
         mqtt: Some(MqttConfig {
             url: Some(broker.url()),
             gateway_id: Some("gw1".into()),
@@ -753,7 +753,7 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
         gateway_id: Some("gw-a".into()),
         ..Default::default()
     });
-    let rt = covo::runtime::Runtime::new(covo::runtime::RuntimeOptions::new(config))
+    let rt = covo::runtime::Runtime::new(covo::tools::options(config))
         .unwrap()
         .with_store(covo::store::Store::in_memory().unwrap());
     let s = covo::exec::Session::new("t", "test");

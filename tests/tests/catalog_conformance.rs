@@ -1,7 +1,7 @@
 //! The registry matches the catalog (`tests/fixtures/catalog.toml`, a copy of the product spec)
 //! exactly: names, toolsets, profiles, runs, effects, composites and platform defaults.
 
-use covo::spec::ToolDef;
+use covo::spec::ToolSpec;
 use covo::toolset::{Kind, Toolsets, COMPOSITES, OTHER_PLATFORMS, PLATFORM_DEFAULTS};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,14 +32,30 @@ fn catalog() -> Catalog {
     toml::from_str(text).expect("catalog fixture parses")
 }
 
-fn registry() -> Vec<&'static ToolDef> {
-    covo::tools::all().collect()
+/// The catalog as the pure core holds it: every spec, in catalog order.
+fn registry() -> Vec<&'static ToolSpec> {
+    covo_core::catalog::all().collect()
+}
+
+#[test]
+fn the_gateway_binds_exactly_one_executor_to_every_catalog_spec_in_order() {
+    let bound: Vec<&'static ToolSpec> = covo::tools::all().map(|d| d.spec).collect();
+    let specs = registry();
+    assert_eq!(bound.len(), specs.len());
+    for (b, s) in bound.iter().zip(&specs) {
+        // The same static: the gateway refers to the catalog entry, it does not copy it.
+        assert!(
+            std::ptr::eq(*b, *s),
+            "{} is bound out of order or copied",
+            s.name
+        );
+    }
 }
 
 #[test]
 fn registry_has_exactly_the_catalog_tools_in_catalog_order() {
     let cat = catalog();
-    let names: Vec<&str> = registry().iter().map(|t| t.spec.name).collect();
+    let names: Vec<&str> = registry().iter().map(|t| t.name).collect();
     let expected: Vec<&str> = cat.tool.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), 115);
     assert_eq!(names, expected);
@@ -49,7 +65,7 @@ fn registry_has_exactly_the_catalog_tools_in_catalog_order() {
 fn every_tool_matches_its_catalog_line() {
     let cat = catalog();
     for (def, line) in registry().iter().zip(&cat.tool) {
-        let s = &def.spec;
+        let s = *def;
         assert_eq!(s.toolset, line.toolset, "{}: toolset", s.name);
         assert_eq!(s.runs.as_str(), line.runs, "{}: runs", s.name);
         assert_eq!(s.effect.as_str(), line.effect, "{}: effect", s.name);
@@ -59,7 +75,7 @@ fn every_tool_matches_its_catalog_line() {
 
 #[test]
 fn tool_names_are_unique() {
-    let names: BTreeSet<&str> = registry().iter().map(|t| t.spec.name).collect();
+    let names: BTreeSet<&str> = registry().iter().map(|t| t.name).collect();
     assert_eq!(names.len(), registry().len());
 }
 
@@ -72,10 +88,10 @@ fn every_tool_is_in_exactly_one_basic_toolset_and_none_is_orphaned() {
     for def in &reg {
         let homes: Vec<_> = basics
             .iter()
-            .filter(|b| b.tools.iter().any(|n| n == def.spec.name))
+            .filter(|b| b.tools.iter().any(|n| n == def.name))
             .map(|b| b.name.as_str())
             .collect();
-        assert_eq!(homes, vec![def.spec.toolset], "{}", def.spec.name);
+        assert_eq!(homes, vec![def.toolset], "{}", def.name);
     }
     // Nothing is orphaned: `full` reaches every tool, and every basic toolset is reached by it.
     let full = ts.resolve(&["full"]).unwrap();
@@ -129,7 +145,7 @@ fn platform_defaults_match_the_catalog() {
 #[test]
 fn every_schema_is_a_compilable_object_schema_and_every_description_is_written() {
     for def in registry() {
-        let s = &def.spec;
+        let s = def;
         let schema: serde_json::Value = serde_json::from_str(s.params)
             .unwrap_or_else(|e| panic!("{}: schema is not JSON: {e}", s.name));
         assert_eq!(schema["type"], "object", "{}: not an object schema", s.name);
@@ -148,7 +164,7 @@ fn every_schema_is_a_compilable_object_schema_and_every_description_is_written()
 fn minimal_is_exactly_the_seven_core_tools() {
     let reg = registry();
     let owned = covo::profile::resolve(&reg, "minimal", &BTreeMap::new()).unwrap();
-    let names: Vec<&str> = owned.tools.iter().map(|t| t.spec.name).collect();
+    let names: Vec<&str> = owned.tools.iter().map(|t| t.name).collect();
     assert_eq!(
         names,
         [

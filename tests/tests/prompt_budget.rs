@@ -7,7 +7,7 @@ use covo::toolset::Toolsets;
 use std::collections::BTreeMap;
 
 fn edge_payload(format: Format) -> (usize, String) {
-    let reg: Vec<_> = covo::tools::all().collect();
+    let reg: Vec<_> = covo_core::catalog::all().collect();
     let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
     let ts = Toolsets::new(&reg, &BTreeMap::new()).unwrap();
     // Every edge tool as if its executor had landed: the budget is for the finished product.
@@ -31,12 +31,12 @@ fn the_gateway_payload_of_forty_edge_tools_fits_in_3000_tokens() {
 #[test]
 fn per_tool_token_costs_are_printed_for_tuning() {
     let bpe = tiktoken_rs::o200k_base().unwrap();
-    let reg: Vec<_> = covo::tools::all().collect();
+    let reg: Vec<_> = covo_core::catalog::all().collect();
     let mut rows: Vec<(usize, &str)> = reg
         .iter()
         .map(|t| {
             let one = render(&[t], Format::Openai).to_string();
-            (bpe.encode_with_special_tokens(&one).len(), t.spec.name)
+            (bpe.encode_with_special_tokens(&one).len(), t.name)
         })
         .collect();
     rows.sort();

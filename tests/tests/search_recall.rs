@@ -12,7 +12,7 @@ struct Recall {
 }
 
 fn recall(set: &str) -> Recall {
-    let reg: Vec<_> = covo::tools::all().collect();
+    let reg: Vec<_> = covo_core::catalog::all().collect();
     let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
     let index = SearchIndex::build(&owned.tools);
     let (mut n, mut at1, mut at5) = (0, 0, 0);
@@ -23,11 +23,7 @@ fn recall(set: &str) -> Recall {
         }
         let (query, hits) = line.split_once('\t').expect("query<TAB>tools");
         let want: Vec<&str> = hits.split(',').map(str::trim).collect();
-        let got: Vec<&str> = index
-            .search(query, 5)
-            .iter()
-            .map(|h| h.tool.spec.name)
-            .collect();
+        let got: Vec<&str> = index.search(query, 5).iter().map(|h| h.tool.name).collect();
         n += 1;
         if got.first().is_some_and(|g| want.contains(g)) {
             at1 += 1;

@@ -254,7 +254,7 @@ impl Agent {
                 self.rt
                     .owned()
                     .get(&c.name)
-                    .is_some_and(|d| d.spec.effect == Effect::Read)
+                    .is_some_and(|d| d.effect == Effect::Read)
             };
             let end = if read(&calls[i]) {
                 i + calls[i..].iter().take_while(|c| read(c)).count()

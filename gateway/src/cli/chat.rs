@@ -257,7 +257,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
                 let (rt2, sampled) = (rt.clone(), sampled.clone());
                 let _ = tokio::task::spawn_blocking(move || {
                     let mut last = sampled.lock().unwrap_or_else(|p| p.into_inner());
-                    for line in covo::tools::sensors::sample_due(&rt2, &mut last) {
+                    for line in covo::tools::sensors::sample_due(rt2.as_ref(), &mut last) {
                         tracing::debug!(%line, "sampled");
                     }
                 })
@@ -315,7 +315,7 @@ fn slash(agent: &mut Agent, cmd: &str, usage_log: &[(usize, Usage)]) -> Flow {
                 payload.len()
             );
             for t in call.tools {
-                println!("  {:<20} {}", t.spec.name, t.spec.summary());
+                println!("  {:<20} {}", t.name, t.summary());
             }
         }
         "search" => {
@@ -325,8 +325,8 @@ fn slash(agent: &mut Agent, cmd: &str, usage_log: &[(usize, Usage)]) -> Flow {
                 println!(
                     "{mark}{:>7.3}  {:<20} {}",
                     h.score,
-                    h.tool.spec.name,
-                    h.tool.spec.summary()
+                    h.tool.name,
+                    h.tool.summary()
                 );
             }
         }

@@ -8,7 +8,8 @@ pub mod anthropic;
 pub mod openai;
 
 use crate::config::LlmConfig;
-use crate::spec::ToolDef;
+pub use crate::config::ProviderKind;
+use crate::spec::ToolSpec;
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::future::Future;
@@ -101,7 +102,7 @@ pub struct ChatRequest<'a> {
     /// The conversation so far.
     pub messages: &'a [Message],
     /// The tools the model may call (already filtered by the hooks).
-    pub tools: &'a [&'static ToolDef],
+    pub tools: &'a [&'static ToolSpec],
 }
 
 /// Errors of a model call, phrased for the person at the terminal.
@@ -186,16 +187,6 @@ pub trait ChatModel: Send + Sync {
 
     /// A short description for the user: provider, model, endpoint.
     fn describe(&self) -> String;
-}
-
-/// The provider wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions.
-    Openai,
-    /// Anthropic Messages.
-    Anthropic,
 }
 
 /// A fully resolved provider configuration.

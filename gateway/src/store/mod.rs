@@ -26,7 +26,7 @@ pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
 pub use subagents::{SubAgent, SubAgentCall, SubAgentState};
 pub use usage::TurnUsage;
-pub use watches::{NewWatch, Watch, WatchState};
+pub use watches::{NewWatch, Op, Rule, Watch, WatchState};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

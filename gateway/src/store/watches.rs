@@ -1,7 +1,6 @@
 //! Sensor watches, persisted with their rule state so they survive a restart.
 
 use super::{now_rfc3339, Store, StoreError};
-use crate::watch::{Op, Rule};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 use serde_json::{json, Value};
@@ -236,5 +235,165 @@ impl Store {
                 .execute("DELETE FROM watches WHERE id = ?1", [id])?;
         }
         Ok(w)
+    }
+}
+
+/// A comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+}
+
+impl Op {
+    /// Parses `>`, `>=`, `<`, `<=`.
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            _ => return None,
+        })
+    }
+
+    /// The symbol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+        }
+    }
+
+    fn holds(self, v: f64, t: f64) -> bool {
+        match self {
+            Op::Gt => v > t,
+            Op::Ge => v >= t,
+            Op::Lt => v < t,
+            Op::Le => v <= t,
+        }
+    }
+
+    /// Whether `v` is back on the safe side by at least `hysteresis`.
+    fn rearmed(self, v: f64, t: f64, hysteresis: f64) -> bool {
+        match self {
+            Op::Gt | Op::Ge => v < t - hysteresis,
+            Op::Lt | Op::Le => v > t + hysteresis,
+        }
+    }
+}
+
+/// A threshold rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// The comparison.
+    pub op: Op,
+    /// The threshold.
+    pub threshold: f64,
+    /// How long the condition must hold, in seconds.
+    pub for_secs: i64,
+    /// The re-arm margin.
+    pub hysteresis: f64,
+}
+
+impl Rule {
+    /// The next state after a reading `v` at `now`, and whether the watch fires now.
+    pub fn step(&self, state: WatchState, v: f64, now: DateTime<Utc>) -> (WatchState, bool) {
+        let holds = self.op.holds(v, self.threshold);
+        match state {
+            WatchState::Armed if holds => {
+                if self.for_secs <= 0 {
+                    (WatchState::Fired, true)
+                } else {
+                    (WatchState::Pending(now), false)
+                }
+            }
+            WatchState::Armed => (WatchState::Armed, false),
+            WatchState::Pending(_) if !holds => (WatchState::Armed, false),
+            WatchState::Pending(since) => {
+                if (now - since).num_seconds() >= self.for_secs {
+                    (WatchState::Fired, true)
+                } else {
+                    (WatchState::Pending(since), false)
+                }
+            }
+            WatchState::Fired if self.op.rearmed(v, self.threshold, self.hysteresis) => {
+                (WatchState::Armed, false)
+            }
+            WatchState::Fired => (WatchState::Fired, false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap()
+    }
+
+    #[test]
+    fn a_rule_fires_only_after_holding_for_its_duration_and_rearms_with_hysteresis() {
+        let r = Rule {
+            op: Op::Gt,
+            threshold: 30.0,
+            for_secs: 300,
+            hysteresis: 1.0,
+        };
+        let (s, f) = r.step(WatchState::Armed, 31.0, t(0));
+        assert!(!f);
+        assert_eq!(s, WatchState::Pending(t(0)));
+        let (s, f) = r.step(s, 31.5, t(200));
+        assert!(!f && s == WatchState::Pending(t(0)));
+        let (s, f) = r.step(s, 31.2, t(300));
+        assert!(f && s == WatchState::Fired);
+        // Still hot, or barely below: no second alarm.
+        let (s, f) = r.step(s, 31.0, t(400));
+        assert!(!f && s == WatchState::Fired);
+        let (s, f) = r.step(s, 29.5, t(500));
+        assert!(!f && s == WatchState::Fired, "within hysteresis");
+        let (s, _) = r.step(s, 28.9, t(600));
+        assert_eq!(s, WatchState::Armed);
+    }
+
+    #[test]
+    fn a_dip_below_the_threshold_restarts_the_duration() {
+        let r = Rule {
+            op: Op::Gt,
+            threshold: 30.0,
+            for_secs: 300,
+            hysteresis: 0.0,
+        };
+        let (s, _) = r.step(WatchState::Armed, 31.0, t(0));
+        let (s, _) = r.step(s, 29.0, t(100));
+        assert_eq!(s, WatchState::Armed);
+        let (s, f) = r.step(s, 31.0, t(350));
+        assert!(!f);
+        assert_eq!(s, WatchState::Pending(t(350)));
+    }
+
+    #[test]
+    fn a_zero_duration_rule_fires_at_once_and_less_than_works() {
+        let r = Rule {
+            op: Op::Lt,
+            threshold: 5.0,
+            for_secs: 0,
+            hysteresis: 0.5,
+        };
+        let (s, f) = r.step(WatchState::Armed, 4.0, t(0));
+        assert!(f && s == WatchState::Fired);
+        let (s, _) = r.step(s, 5.4, t(10));
+        assert_eq!(s, WatchState::Fired);
+        let (s, _) = r.step(s, 5.6, t(20));
+        assert_eq!(s, WatchState::Armed);
     }
 }

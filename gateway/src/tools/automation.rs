@@ -2,64 +2,26 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
 use crate::store::NewWatch;
 use crate::watch::{Op, Rule};
+use covo_core::catalog::automation as c;
 use serde_json::{json, Value};
-
-const TOOLSET: &str = "automation";
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "watch_create",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Watch a sensor quantity and fire when a threshold rule holds for a duration, then notify or run a tool. Returns the watch id.",
- params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"declared name, e.g. climate"},"quantity":{"type":"string","description":"e.g. temperature"},"op":{"enum":[">","<",">=","<="]},"threshold":{"type":"number"},"for":{"type":"string","description":"how long the rule must hold, e.g. 5m"},"hysteresis":{"type":"number","description":"re-arm margin, in the quantity's unit"},"action":{"enum":["notify","tool"],"default":"notify"},"message":{"type":"string","description":"notification text"},"tool":{"type":"string","description":"tool to run when action is tool"},"arguments":{"type":"object"}},"required":["sensor","quantity","op","threshold"],"additionalProperties":false}"#,
- keywords: "watch monitor alert alarm threshold trigger rule condition when if whenever above below exceeds crosses drops rises goes gets becomes higher lower greater less than warmer colder degrees too hot too cold limit temperature humidity co2 level reading notify ping me let me know automation if then automatically react run action warn",
-        },
-        exec: Exec::Local(watch_create),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "watch_list",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List active sensor watches with their rules and when each last fired.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "watches list active rules alerts alarms monitors thresholds triggers automations show fired",
-        },
-        exec: Exec::Local(watch_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "watch_delete",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Remove a sensor watch by id.",
- params: r#"{"type":"object","properties":{"id":{"type":"string","description":"watch id"}},"required":["id"],"additionalProperties":false}"#,
- keywords: "watch delete remove cancel stop disable alert alarm rule monitor threshold trigger automation",
-        },
-        exec: Exec::Local(watch_delete),
-    },
+    ToolDef::local(&c::WATCH_CREATE, watch_create),
+    ToolDef::local(&c::WATCH_LIST, watch_list),
+    ToolDef::local(&c::WATCH_DELETE, watch_delete),
 ];
 
 fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let rt = cx.runtime();
     let invalid = |path: &str, msg: String| -> CallError {
         ToolError::invalid(cx.tool.name, path, msg).into()
     };
     let sensor = args["sensor"].as_str().unwrap_or_default();
     let quantity = args["quantity"].as_str().unwrap_or_default();
-    let def = rt.board().def();
+    let def = cx.board().def();
     let driver = def
         .device(sensor)
         .map(|d| d.driver.clone())
@@ -105,9 +67,9 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     if action == "tool" {
         let name =
             tool.ok_or_else(|| invalid("/tool", "action 'tool' needs a tool name".into()))?;
-        let target = rt.lookup(name).map_err(CallError::from)?;
+        let target = cx.lookup(name).map_err(CallError::from)?;
         let targs = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
-        rt.validate(&target.spec, &targs).map_err(|e| match e {
+        cx.validate(target, &targs).map_err(|e| match e {
             ToolError::InvalidArguments { problems, .. } => ToolError::InvalidArguments {
                 tool: cx.tool.name.into(),
                 problems: problems

@@ -2,44 +2,19 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
+use covo_core::catalog::board as c;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
 
-const TOOLSET: &str = "board";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "board_info",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Show the board model, buses, pin map and policy limits.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "board hardware platform raspberry pi model revision pinout pin map header available pins gpio numbering bcm physical buses interfaces i2c spi uart policy safety limits allowed outputs capabilities what board overview",
-        },
-        exec: Exec::Local(board_info),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "device_list",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List declared devices with bus, address and status.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "devices peripherals attached connected declared configured inventory hardware sensors actuators relay fan button oled display mcu names addresses what is plugged in wired up config status online",
-        },
-        exec: Exec::Local(device_list),
-    },
+    ToolDef::local(&c::BOARD_INFO, board_info),
+    ToolDef::local(&c::DEVICE_LIST, device_list),
 ];
 
 fn board_info(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let board = cx.runtime().board().clone();
+    let board = cx.board().clone();
     let d = board.def();
     let pol = &d.policy;
     let hw = board.hardware();
@@ -73,7 +48,7 @@ fn board_info(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
 }
 
 fn device_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let board = cx.runtime().board().clone();
+    let board = cx.board().clone();
     let d = board.def();
     let hw = board.hardware().ok();
     let devices: Vec<Value> = d

@@ -2,106 +2,21 @@
 
 use crate::error::{ArgProblem, CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
 use crate::store::{PlanMode, Todo, TodoStatus};
+use covo_core::catalog::core as c;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const TOOLSET: &str = "core";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "conversation_search",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Full-text search of past conversation turns, best match first.",
-            params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50},"conversation_id":{"type":"string"}},"required":["query"],"additionalProperties":false}"#,
-            keywords: "history find past chat earlier said previously transcript recall discussed look back",
-        },
-        exec: Exec::Local(conversation_search),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "send_message",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Send the user a message, on the current channel unless one is given.",
-            params: r#"{"type":"object","properties":{"text":{"type":"string"},"channel":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
-            keywords: "notify tell user reply push notification alert message chat say",
-        },
-        exec: Exec::Local(send_message),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "todo_write",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Replace your to-do list. At most one item may be in_progress.",
-            params: r#"{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"status":{"enum":["pending","in_progress","done"]}},"required":["content","status"],"additionalProperties":false}}},"required":["items"],"additionalProperties":false}"#,
-            keywords: "task list checklist todos track progress tasks",
-        },
-        exec: Exec::Local(todo_write),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "plan_update",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Record or revise your step-by-step plan; enters plan mode unless an accepted plan is executing.",
-            params: r#"{"type":"object","properties":{"steps":{"type":"array","items":{"type":"string"},"minItems":1},"active":{"type":"integer","minimum":0,"description":"0-based current step"},"note":{"type":"string"}},"required":["steps"],"additionalProperties":false}"#,
-            keywords: "plan steps outline approach strategy planning mode",
-        },
-        exec: Exec::Local(plan_update),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "exit_plan_mode",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Ask the user to accept your plan; once accepted, carry it out.",
-            params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-            keywords: "approve plan accept start executing done planning",
-        },
-        exec: Exec::Local(exit_plan_mode),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "ask_clarification",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Ask the user a question and wait for the answer.",
-            params: r#"{"type":"object","properties":{"question":{"type":"string"},"choices":{"type":"array","items":{"type":"string"}}},"required":["question"],"additionalProperties":false}"#,
-            keywords: "ask user question clarify confirm choose prompt input",
-        },
-        exec: Exec::Local(ask_clarification),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "structured_output",
-            toolset: TOOLSET,
-            profiles: Profiles::MINIMAL.or(Profiles::CODING).or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Give your final answer as JSON output that must match schema (a JSON Schema).",
-            params: r#"{"type":"object","properties":{"schema":{"type":"object"},"output":{}},"required":["schema","output"],"additionalProperties":false}"#,
-            keywords: "json schema validate format final answer structured result",
-        },
-        exec: Exec::Local(structured_output),
-    },
+    ToolDef::local(&c::CONVERSATION_SEARCH, conversation_search),
+    ToolDef::local(&c::SEND_MESSAGE, send_message),
+    ToolDef::local(&c::TODO_WRITE, todo_write),
+    ToolDef::local(&c::PLAN_UPDATE, plan_update),
+    ToolDef::local(&c::EXIT_PLAN_MODE, exit_plan_mode),
+    ToolDef::local(&c::ASK_CLARIFICATION, ask_clarification),
+    ToolDef::local(&c::STRUCTURED_OUTPUT, structured_output),
 ];
 
 /// Default number of `conversation_search` hits.
@@ -134,7 +49,7 @@ struct SendArgs {
 fn send_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: SendArgs = cx.args(args)?;
     let channel = a.channel.unwrap_or_else(|| cx.session.channel.clone());
-    let io = cx.runtime().user_io();
+    let io = cx.user_io();
     let channels = io.channels();
     let connected: Vec<&str> = channels
         .iter()
@@ -274,7 +189,7 @@ fn exit_plan_mode(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
         question.push_str(&format!("\nNote: {note}"));
     }
     let choices = ["accept".to_string(), "revise".to_string()];
-    let Some(answer) = cx.runtime().user_io().ask(&question, &choices) else {
+    let Some(answer) = cx.user_io().ask(&question, &choices) else {
         return Err(ToolError::Failed {
             tool: cx.tool.name.into(),
             message: format!(
@@ -308,7 +223,7 @@ struct AskArgs {
 
 fn ask_clarification(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: AskArgs = cx.args(args)?;
-    match cx.runtime().user_io().ask(&a.question, &a.choices) {
+    match cx.user_io().ask(&a.question, &a.choices) {
         Some(answer) => Ok(json!({ "answer": answer })),
         None => Err(ToolError::Failed {
             tool: cx.tool.name.into(),
@@ -357,7 +272,7 @@ pub(crate) mod testkit {
     use crate::config::Config;
     use crate::error::{CallError, ToolError};
     use crate::exec::Session;
-    use crate::runtime::{Runtime, RuntimeOptions, Summarizer, UserIo, Via};
+    use crate::runtime::{Runtime, Summarizer, UserIo, Via};
     use crate::store::Store;
     use serde_json::Value;
     use std::collections::VecDeque;
@@ -416,7 +331,7 @@ pub(crate) mod testkit {
         summarizer: Option<Box<dyn Summarizer>>,
     ) -> (Runtime, Arc<Mutex<Log>>) {
         let log = Arc::new(Mutex::new(Log::default()));
-        let mut opts = RuntimeOptions::new(Config::default());
+        let mut opts = crate::tools::options(Config::default());
         opts.user_io = Box::new(Scripted {
             answers: Mutex::new(answers.iter().map(|a| a.map(String::from)).collect()),
             log: log.clone(),

@@ -2,94 +2,21 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::peer::mqtt::{Member, PeerLink};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::link::{Member, PeerLink};
+use crate::spec::ToolDef;
+use covo_core::catalog::delegation as c;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-const TOOLSET: &str = "delegation";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "subagent_spawn",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING),
-            runs: Runs::Peer,
-            effect: Effect::Write,
-            description: "Start a sub-agent on the peer with its own toolsets and a task; it works alone (no hardware, no questions). Returns a handle: poll subagent_status, then get subagent_result.",
- params: r#"{"type":"object","properties":{"task":{"type":"string","description":"what to do, with everything it needs to know"},"toolsets":{"type":"array","items":{"type":"string"},"description":"toolset names, default: web, code_exec"}},"required":["task"],"additionalProperties":false}"#,
- keywords: "sub agent subagent spawn delegate worker helper parallel task hand off assistant",
-        },
-        exec: Exec::Peer,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "subagent_status",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING),
-            runs: Runs::Peer,
-            effect: Effect::Read,
-            description: "Get the progress of a spawned sub-agent: state (running, done, failed, cancelled, interrupted), steps, recent tool calls, elapsed time.",
- params: r#"{"type":"object","properties":{"handle":{"type":"string","description":"from subagent_spawn"}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "sub agent subagent status progress how is it doing running done finished yet check",
-        },
-        exec: Exec::Peer,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "subagent_result",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING),
-            runs: Runs::Peer,
-            effect: Effect::Read,
-            description: "Get the final answer of a finished sub-agent. While it runs this is an error: poll subagent_status first.",
- params: r#"{"type":"object","properties":{"handle":{"type":"string","description":"from subagent_spawn"}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "sub agent subagent result answer output finished",
-        },
-        exec: Exec::Peer,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "swarm_members",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List the other gateways on the same broker: id, online or offline, and the tools each lets you call with swarm_call.",
- params: r#"{"type":"object","properties":{"online_only":{"type":"boolean","default":false}},"additionalProperties":false}"#,
- keywords: "swarm members gateways peers other boards nodes fleet online devices network",
-        },
-        exec: Exec::Local(swarm_members),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "swarm_call",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Call a tool on another gateway over MQTT (see swarm_members). It runs under that gateway's own policy; returns that tool's result.",
- params: r#"{"type":"object","properties":{"gateway":{"type":"string","description":"member id, e.g. greenhouse-2"},"tool":{"type":"string","description":"a tool that member serves"},"arguments":{"type":"object","default":{}},"timeout_ms":{"type":"integer","minimum":100,"maximum":300000,"default":10000}},"required":["gateway","tool"],"additionalProperties":false}"#,
- keywords: "swarm call remote another gateway other board node peer fleet run tool elsewhere greenhouse",
-        },
-        exec: Exec::Local(swarm_call),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "swarm_broadcast",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Send one tool call to every online gateway that serves the tool and gather their answers until the deadline.",
- params: r#"{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object","default":{}},"timeout_ms":{"type":"integer","minimum":100,"maximum":300000,"default":5000}},"required":["tool"],"additionalProperties":false}"#,
- keywords: "swarm broadcast ask all every gateways nodes boards everyone fleet fan out query gather collect answers",
-        },
-        exec: Exec::Local(swarm_broadcast),
-    },
+    ToolDef::peer(&c::SUBAGENT_SPAWN),
+    ToolDef::peer(&c::SUBAGENT_STATUS),
+    ToolDef::peer(&c::SUBAGENT_RESULT),
+    ToolDef::local(&c::SWARM_MEMBERS, swarm_members),
+    ToolDef::local(&c::SWARM_CALL, swarm_call),
+    ToolDef::local(&c::SWARM_BROADCAST, swarm_broadcast),
 ];
 
 fn member_json(m: &Member) -> Value {
@@ -104,7 +31,7 @@ struct MembersArgs {
 
 fn swarm_members(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: MembersArgs = cx.args(args)?;
-    let link = super::mqtt::link(cx)?;
+    let link = cx.peer_link()?;
     let members: Vec<Value> = link
         .members()
         .iter()
@@ -121,7 +48,7 @@ fn swarm_members(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 
 /// Whether a retry after a timeout is safe: only for tools whose effect is `read`.
 fn idempotent(tool: &str) -> bool {
-    crate::tools::find(tool).is_some_and(|d| d.spec.effect == Effect::Read)
+    covo_core::catalog::find(tool).is_some_and(|s| s.effect == covo_core::spec::Effect::Read)
 }
 
 #[derive(Deserialize)]
@@ -140,7 +67,7 @@ fn default_call_ms() -> u64 {
 
 fn swarm_call(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: CallArgs = cx.args(args)?;
-    let link = super::mqtt::link(cx)?;
+    let link = cx.peer_link()?;
     if a.gateway == link.gateway_id() {
         return Err(ToolError::invalid(
             cx.tool.name,
@@ -209,7 +136,7 @@ fn default_broadcast_ms() -> u64 {
 
 fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: BroadcastArgs = cx.args(args)?;
-    let link: &PeerLink = super::mqtt::link(cx)?;
+    let link: &PeerLink = cx.peer_link()?;
     let args = a.arguments.unwrap_or_else(|| json!({}));
     let (targets, skipped): (Vec<Member>, Vec<Member>) = link
         .members()

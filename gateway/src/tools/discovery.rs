@@ -4,13 +4,12 @@
 //! `tool_call` goes through the same dispatch pipeline (validation, policy, approval, audit).
 
 use crate::error::CallError;
+use crate::exec::Args;
 use crate::exec::Cx;
-use crate::runtime::Args;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::{Availability, ToolDef, ToolSpec};
+use covo_core::catalog::discovery as c;
 use serde::Deserialize;
 use serde_json::{json, Value};
-
-const TOOLSET: &str = "discovery";
 
 /// Default and maximum number of `tool_search` results.
 pub const SEARCH_DEFAULT_LIMIT: usize = 5;
@@ -19,46 +18,9 @@ pub const SEARCH_MAX_LIMIT: usize = 20;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "tool_search",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description:
-                "Find tools you have but were not shown. Returns names, summaries, scores.",
-            params: r#"{"type":"object","properties":{"query":{"type":"string","description":"What you want to do"},"limit":{"type":"integer","minimum":1,"maximum":20,"default":5}},"required":["query"],"additionalProperties":false}"#,
-            keywords: "find discover look up which tool capability available functions",
-        },
-        exec: Exec::Local(tool_search),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "tool_describe",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Get a tool's full definition and parameter schema.",
-            params: r#"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}"#,
-            keywords: "parameters arguments schema usage help definition signature how to call",
-        },
-        exec: Exec::Local(tool_describe),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "tool_call",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING).or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Call a tool found with tool_search by name, with JSON arguments.",
-            params: r#"{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"required":["name"],"additionalProperties":false}"#,
-            keywords: "invoke run execute use hidden tool",
-        },
-        exec: Exec::Local(tool_call),
-    },
+    ToolDef::local(&c::TOOL_SEARCH, tool_search),
+    ToolDef::local(&c::TOOL_DESCRIBE, tool_describe),
+    ToolDef::local(&c::TOOL_CALL, tool_call),
 ];
 
 #[derive(Deserialize)]
@@ -69,20 +31,20 @@ struct SearchArgs {
 
 fn tool_search(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: SearchArgs = cx.args(args)?;
-    let rt = cx.runtime();
+    let tools = cx.discovery();
     let limit = a
         .limit
         .unwrap_or(SEARCH_DEFAULT_LIMIT)
         .clamp(1, SEARCH_MAX_LIMIT);
-    let results: Vec<Value> = rt
-        .search_index()
+    let results: Vec<Value> = tools
+        .index()
         .search(&a.query, limit)
         .into_iter()
         .map(|h| {
-            let av = rt.availability(h.tool);
+            let av = tools.availability(h.tool);
             let mut r = json!({
-                "name": h.tool.spec.name,
-                "summary": h.tool.spec.summary(),
+                "name": h.tool.name,
+                "summary": h.tool.summary(),
                 "score": (h.score * 1000.0).round() / 1000.0,
                 "available": av.available,
             });
@@ -102,14 +64,12 @@ struct DescribeArgs {
 
 fn tool_describe(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: DescribeArgs = cx.args(args)?;
-    let rt = cx.runtime();
-    let def = rt.lookup(&a.name)?;
-    Ok(describe(def, rt.availability(def)))
+    let spec = cx.lookup(&a.name)?;
+    Ok(describe(spec, cx.discovery().availability(spec)))
 }
 
 /// The full, model-facing definition of a tool, as `tool_describe` returns it.
-pub fn describe(def: &ToolDef, av: crate::spec::Availability) -> Value {
-    let s = &def.spec;
+pub fn describe(s: &ToolSpec, av: Availability) -> Value {
     let mut v = json!({
         "name": s.name,
         "description": s.description,
@@ -135,5 +95,5 @@ struct CallArgs {
 fn tool_call(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: CallArgs = cx.args(args)?;
     let inner = a.arguments.unwrap_or_else(|| json!({}));
-    cx.runtime().nested_call(cx, &a.name, Args::Json(inner))
+    cx.nested_call(&a.name, Args::Json(inner))
 }

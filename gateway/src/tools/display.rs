@@ -1,43 +1,41 @@
 //! The `display` toolset.
 
+use super::hwargs;
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::hardware;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::hardware::Access;
+use crate::spec::ToolDef;
+use covo_core::catalog::display as c;
+use covo_hal_tools::board::BoardDef;
 use serde_json::{json, Value};
-
-const TOOLSET: &str = "display";
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "display_text",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Show lines of text on the attached OLED display.",
-            params: r#"{"type":"object","properties":{"lines":{"type":"array","items":{"type":"string"}},"clear":{"type":"boolean"}},"required":["lines"],"additionalProperties":false}"#,
-            keywords:
-                "display show text write print message oled lcd screen ssd1306 sh1106 status panel",
-        },
-        exec: Exec::Local(display_text),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "display_clear",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Clear the attached display.",
-            params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-            keywords: "display clear blank erase wipe off oled lcd screen ssd1306",
-        },
-        exec: Exec::Local(display_clear),
-    },
+    ToolDef::local(&c::DISPLAY_TEXT, display_text).with_access(display_access),
+    ToolDef::local(&c::DISPLAY_CLEAR, display_clear).with_access(display_access),
 ];
+
+/// Drawing writes the display's framebuffer over I2C: the named display, else the board's first.
+fn display_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    let name = args
+        .get("display")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            def.device
+                .iter()
+                .find(|d| d.driver == "ssd1306")
+                .map(|d| d.name.clone())
+        });
+    match name.and_then(|n| def.device(&n)) {
+        Some(d) => vec![Access::I2cWrite {
+            bus: d.bus.or(def.default_i2c_bus()),
+            address: d.address,
+            bytes: 0,
+        }],
+        None => Vec::new(),
+    }
+}
 
 fn display_name(cx: &Cx<'_>, hw: &covo_hal_tools::hw::Hardware) -> Result<String, CallError> {
     hw.default_display()
@@ -46,7 +44,7 @@ fn display_name(cx: &Cx<'_>, hw: &covo_hal_tools::hw::Hardware) -> Result<String
 }
 
 fn display_text(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let name = display_name(cx, &hw)?;
     let lines: Vec<String> = args
         .get("lines")
@@ -58,13 +56,13 @@ fn display_text(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         })
         .unwrap_or_default();
     hw.display_text(&name, &lines)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     Ok(json!({"display": name, "lines": lines}))
 }
 
 fn display_clear(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let name = display_name(cx, &hw)?;
-    hw.display_clear(&name).map_err(|e| hardware::fail(cx, e))?;
+    hw.display_clear(&name).map_err(|e| hwargs::fail(cx, e))?;
     Ok(json!({"display": name, "cleared": true}))
 }

@@ -1,35 +1,10 @@
 //! The `docs` toolset.
 
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
-
-const TOOLSET: &str = "docs";
+use crate::spec::ToolDef;
+use covo_core::catalog::docs as c;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "docs_search",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Search bundled and user documentation: sensor datasheet notes, register maps, board pinouts. Returns page ids and snippets.",
- params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20,"default":5}},"required":["query"],"additionalProperties":false}"#,
- keywords: "documentation docs datasheet manual reference register map pinout wiring wire connect hookup notes how to spec sheet help",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "docs_read",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read one documentation page, or one section of it.",
- params: r#"{"type":"object","properties":{"page":{"type":"string","description":"page id from docs_search"},"section":{"type":"string"}},"required":["page"],"additionalProperties":false}"#,
- keywords: "documentation docs read open page section datasheet manual",
-        },
-        exec: Exec::Missing,
-    },
+    ToolDef::missing(&c::DOCS_SEARCH),
+    ToolDef::missing(&c::DOCS_READ),
 ];

@@ -4,105 +4,31 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
+use covo_core::catalog::fs as c;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-
-const TOOLSET: &str = "fs";
 
 /// The largest file `fs_read` returns whole, by default.
 const READ_DEFAULT_MAX: usize = 256 * 1024;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_read",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read a text file inside the workspace, optionally only lines start..=end (1-based).",
-            params: r#"{"type":"object","properties":{"path":{"type":"string"},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":1},"max_bytes":{"type":"integer","minimum":1,"default":262144}},"required":["path"],"additionalProperties":false}"#,
-            keywords: "file read open view show cat contents text source code config line range head",
-        },
-        exec: Exec::Local(fs_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_write",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Create or overwrite a file inside the workspace atomically (parent folders are created).",
-            params: r#"{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}"#,
-            keywords: "file write create save new overwrite contents text put",
-        },
-        exec: Exec::Local(fs_write),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_list",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List a directory inside the workspace, optionally recursively, with types and sizes.",
-            params: r#"{"type":"object","properties":{"path":{"type":"string","default":"."},"recursive":{"type":"boolean","default":false},"max_entries":{"type":"integer","minimum":1,"maximum":5000,"default":500}},"additionalProperties":false}"#,
-            keywords: "directory folder list ls dir tree contents files children browse",
-        },
-        exec: Exec::Local(fs_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_stat",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "File metadata: type, size, permissions and modification time.",
-            params: r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}"#,
-            keywords: "file metadata stat info size type permissions mode owner modified mtime exists",
-        },
-        exec: Exec::Local(fs_stat),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_move",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Move or rename a file or directory inside the workspace.",
-            params: r#"{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"},"overwrite":{"type":"boolean","default":false}},"required":["from","to"],"additionalProperties":false}"#,
-            keywords: "file move rename mv relocate directory folder",
-        },
-        exec: Exec::Local(fs_move),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "fs_delete",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Destructive,
-            description: "Delete a file, or a directory with recursive=true. Asks the user first.",
-            params: r#"{"type":"object","properties":{"path":{"type":"string"},"recursive":{"type":"boolean","default":false}},"required":["path"],"additionalProperties":false}"#,
-            keywords: "file delete remove rm erase unlink directory folder rmdir",
-        },
-        exec: Exec::Local(fs_delete),
-    },
+    ToolDef::local(&c::FS_READ, fs_read),
+    ToolDef::local(&c::FS_WRITE, fs_write),
+    ToolDef::local(&c::FS_LIST, fs_list),
+    ToolDef::local(&c::FS_STAT, fs_stat),
+    ToolDef::local(&c::FS_MOVE, fs_move),
+    ToolDef::local(&c::FS_DELETE, fs_delete),
 ];
 
 /// The workspace roots, canonicalized; created on first use.
 fn roots(cx: &Cx<'_>) -> Result<Vec<PathBuf>, CallError> {
-    let rt = cx.runtime();
-    let configured = rt.config().fs.roots.clone();
+    let configured = cx.config().fs.roots.clone();
     let roots = if configured.is_empty() {
-        vec![rt.home().join("workspace")]
+        vec![cx.home().join("workspace")]
     } else {
         configured
     };

@@ -1,87 +1,45 @@
 //! The `i2c` toolset.
 
+use super::hwargs::{self, opt, req};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::hardware::{self, opt, req};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::hardware::Access;
+use crate::spec::ToolDef;
+use covo_core::catalog::i2c as c;
+use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
 
-const TOOLSET: &str = "i2c";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "i2c_scan",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Scan an I2C bus for responding addresses, like i2cdetect.",
- params: r#"{"type":"object","properties":{"bus":{"type":"integer"}},"additionalProperties":false}"#,
- keywords: "i2c scan detect probe find discover devices addresses bus i2cdetect enumerate what is connected twi iic smbus sda scl ack nack search bus address 0x76 0x3c",
-        },
-        exec: Exec::Local(i2c_scan),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "i2c_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read count bytes from an I2C device.",
- params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"count":{"type":"integer"}},"required":["address","count"],"additionalProperties":false}"#,
- keywords: "i2c read bytes raw data receive get fetch from device slave address i2cget twi iic smbus",
-        },
-        exec: Exec::Local(i2c_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "i2c_write",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Write bytes to an I2C device.",
- params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""}},"required":["address","data"],"additionalProperties":false}"#,
- keywords: "i2c write send bytes byte command configure set register value to device i2cset i2ctransfer twi iic smbus poke",
-        },
-        exec: Exec::Local(i2c_write),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "i2c_write_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Write bytes, then read count bytes, in one repeated-start transaction.",
- params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""},"count":{"type":"integer"}},"required":["address","data","count"],"additionalProperties":false}"#,
- keywords: "i2c write then read combined transaction repeated start restart command response query register pointer i2ctransfer twi iic smbus",
-        },
-        exec: Exec::Local(i2c_write_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "i2c_read_register",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read count registers of 8 or 16 bits from an I2C device, starting at register.",
- params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"register":{"type":["integer","string"]},"count":{"type":"integer"},"width":{"enum":[8,16],"default":8}},"required":["address","register"],"additionalProperties":false}"#,
- keywords: "i2c register read reg chip id who am i whoami status config calibration dump peek i2cget i2cdump register map sensor register 0xd0 twi iic smbus",
-        },
-        exec: Exec::Local(i2c_read_register),
-    },
+    ToolDef::local(&c::I2C_SCAN, i2c_scan),
+    ToolDef::local(&c::I2C_READ, i2c_read).with_access(read_access),
+    ToolDef::local(&c::I2C_WRITE, i2c_write).with_access(write_access),
+    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read).with_access(read_access),
+    ToolDef::local(&c::I2C_READ_REGISTER, i2c_read_register).with_access(read_access),
 ];
+
+/// The read tools: the address, and the largest transfer (`count` or the bytes sent).
+fn read_access(_: &BoardDef, args: &Value) -> Vec<Access> {
+    vec![Access::I2cRead {
+        address: hwargs::address_of(args),
+        bytes: hwargs::count_of(args).max(hwargs::len_of(args, "data")),
+    }]
+}
+
+/// `i2c_write`: the bus and address written, and how many bytes.
+fn write_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    vec![Access::I2cWrite {
+        bus: hwargs::bus_of(def, args),
+        address: hwargs::address_of(args),
+        bytes: hwargs::len_of(args, "data"),
+    }]
+}
 
 fn bus(cx: &Cx<'_>, args: &Value, hw: &Hardware) -> Result<u8, CallError> {
     let b = opt(cx, args, "bus", |k, v| values::bounded(k, v, 255))?.map(|b| b as u8);
-    hw.bus_or_default(b).map_err(|e| hardware::fail(cx, e))
+    hw.bus_or_default(b).map_err(|e| hwargs::fail(cx, e))
 }
 
 fn count(cx: &Cx<'_>, args: &Value, default: Option<u64>) -> Result<usize, CallError> {
@@ -117,9 +75,9 @@ pub fn grid(found: &[u8]) -> String {
 }
 
 fn i2c_scan(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let bus = bus(cx, &args, &hw)?;
-    let found = hw.i2c_scan(bus).map_err(|e| hardware::fail(cx, e))?;
+    let found = hw.i2c_scan(bus).map_err(|e| hwargs::fail(cx, e))?;
     let named: Vec<Value> = found
         .iter()
         .map(|a| {
@@ -135,39 +93,39 @@ fn i2c_scan(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn i2c_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let n = count(cx, &args, None)?;
     let data = hw
         .i2c_read(bus, address, n)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     Ok(
         json!({"bus": bus, "address": values::show_address(address), "read": values::show_bytes(&data)}),
     )
 }
 
 fn i2c_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let data = req(cx, &args, "data", values::bytes)?;
     hw.i2c_write(bus, address, &data)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     Ok(
         json!({"bus": bus, "address": values::show_address(address), "written": values::show_bytes(&data)}),
     )
 }
 
 fn i2c_write_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let data = req(cx, &args, "data", values::bytes)?;
     let n = count(cx, &args, None)?;
     let read = hw
         .i2c_write_read(bus, address, &data, n)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     Ok(json!({
         "bus": bus,
         "address": values::show_address(address),
@@ -177,7 +135,7 @@ fn i2c_write_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn i2c_read_register(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let bus = bus(cx, &args, &hw)?;
     let address = req(cx, &args, "address", values::address)?;
     let width = args.get("width").and_then(Value::as_u64).unwrap_or(8);
@@ -192,7 +150,7 @@ fn i2c_read_register(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let bytes_per = if width == 16 { 2 } else { 1 };
     let raw = hw
         .i2c_write_read(bus, address, &pointer, n * bytes_per)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     let registers: Vec<Value> = raw
         .chunks(bytes_per)
         .enumerate()

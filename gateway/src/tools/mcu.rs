@@ -1,111 +1,70 @@
 //! The `mcu` toolset.
 
+use super::hwargs::{self, opt, req};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::hardware::{self, opt, req};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::hardware::Access;
+use crate::spec::ToolDef;
+use covo_core::catalog::mcu as c;
+use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::mcu::McuError;
 use covo_hal_tools::values;
 use covo_mcu_protocol::{DeviceInfo, PinMode, RequestBody, ResponseBody, MAX_I2C};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const TOOLSET: &str = "mcu";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_list",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List attached microcontrollers with port, firmware version and link health.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board list which connected boards firmware version link health online usb serial",
-        },
-        exec: Exec::Local(mcu_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_info",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Show a microcontroller's firmware, capabilities and uptime.",
- params: r#"{"type":"object","properties":{"device":{"type":"string"}},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board info details identity firmware version capabilities features what can it do pins adc channels buses uptime",
-        },
-        exec: Exec::Local(mcu_info),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_gpio_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read a pin (0 or 1) on an attached microcontroller.",
- params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"}},"required":["pin"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio read input digital level state digitalread",
-        },
-        exec: Exec::Local(mcu_gpio_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_gpio_write",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Drive a pin on an attached microcontroller high (1) or low (0).",
- params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"level":{"enum":[0,1]}},"required":["pin","level"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio write output drive toggle high low on off digitalwrite",
-        },
-        exec: Exec::Local(mcu_gpio_write),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_adc_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read an ADC channel on an attached microcontroller; returns raw and mV.",
- params: r#"{"type":"object","properties":{"device":{"type":"string"},"channel":{"type":"integer"}},"required":["channel"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0",
-        },
-        exec: Exec::Local(mcu_adc_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_pwm_set",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Set PWM frequency and duty cycle on a microcontroller pin.",
- params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"frequency_hz":{"type":"number"},"duty":{"type":"number","minimum":0,"maximum":1}},"required":["pin","duty"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pwm duty cycle frequency analogwrite servo motor fan led dim brightness",
-        },
-        exec: Exec::Local(mcu_pwm_set),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mcu_i2c_transfer",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Write and/or read bytes on a microcontroller's own I2C bus.",
- params: r#"{"type":"object","properties":{"device":{"type":"string"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""},"count":{"type":"integer"}},"required":["address"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board i2c transfer write read scan transaction bus sensor wire twi",
-        },
-        exec: Exec::Local(mcu_i2c_transfer),
-    },
+    ToolDef::local(&c::MCU_LIST, mcu_list),
+    ToolDef::local(&c::MCU_INFO, mcu_info),
+    ToolDef::local(&c::MCU_GPIO_READ, mcu_gpio_read),
+    ToolDef::local(&c::MCU_GPIO_WRITE, mcu_gpio_write).with_access(gpio_write_access),
+    ToolDef::local(&c::MCU_ADC_READ, mcu_adc_read),
+    ToolDef::local(&c::MCU_PWM_SET, mcu_pwm_set).with_access(pwm_access),
+    ToolDef::local(&c::MCU_I2C_TRANSFER, mcu_i2c_transfer).with_access(i2c_access),
 ];
+
+/// The MCU pin a call names (clamped to a byte, as the protocol carries it).
+fn mcu_pin(args: &Value) -> Option<u8> {
+    args.get("pin")
+        .and_then(Value::as_u64)
+        .map(|p| p.min(255) as u8)
+}
+
+/// `mcu_gpio_write` drives the MCU's pin as an output.
+fn gpio_write_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    match (hwargs::mcu_device_of(def, args), mcu_pin(args)) {
+        (Some(device), Some(pin)) => vec![Access::McuOutput { device, pin }],
+        _ => Vec::new(),
+    }
+}
+
+/// `mcu_pwm_set` sets the MCU pin's frequency and duty.
+fn pwm_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    match (hwargs::mcu_device_of(def, args), mcu_pin(args)) {
+        (Some(device), Some(pin)) => vec![Access::McuPwm {
+            device,
+            pin,
+            frequency_hz: hwargs::f64_or(args, "frequency_hz", super::gpio::DEFAULT_PWM_HZ),
+            duty: hwargs::f64_or(args, "duty", -1.0),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// `mcu_i2c_transfer` writes when it sends bytes, and reads `count`.
+fn i2c_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    let data = hwargs::len_of(args, "data");
+    match (hwargs::mcu_device_of(def, args), hwargs::address_of(args)) {
+        (Some(device), Some(address)) => vec![Access::McuI2c {
+            device,
+            address,
+            writes: data > 0,
+            bytes: hwargs::count_of(args).max(data),
+        }],
+        _ => Vec::new(),
+    }
+}
 
 /// Deadline of one MCU request.
 const DEADLINE: Duration = Duration::from_millis(1000);
@@ -133,13 +92,11 @@ fn request(
     body: RequestBody,
     idempotent: bool,
 ) -> Result<(String, ResponseBody), CallError> {
-    let hw = hardware::hw(cx)?;
-    let name = hw
-        .mcu_name(device(args))
-        .map_err(|e| hardware::fail(cx, e))?;
+    let hw = hwargs::hw(cx)?;
+    let name = hw.mcu_name(device(args)).map_err(|e| hwargs::fail(cx, e))?;
     let r = hw
         .with_mcu(&name, |link| link.call(body, idempotent, DEADLINE))
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     r.map(|b| (name, b)).map_err(|e| mcu_error(cx, e))
 }
 
@@ -167,7 +124,7 @@ fn pin_arg(cx: &Cx<'_>, args: &Value, key: &str) -> Result<u8, CallError> {
 }
 
 fn mcu_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let list: Vec<Value> = hw
         .mcu_devices()
         .iter()

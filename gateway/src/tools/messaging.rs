@@ -2,44 +2,16 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
+use covo_core::catalog::messaging as c;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const TOOLSET: &str = "messaging";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "channel_list",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description:
-                "List the channels this gateway can message on and whether each is connected.",
-            params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-            keywords: "channels list messaging connected cli mqtt web telegram webhook chat",
-        },
-        exec: Exec::Local(channel_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "notify",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description:
-                "Push an alert to the configured notification channels (MQTT topic, webhook).",
-            params: r#"{"type":"object","properties":{"message":{"type":"string"},"priority":{"enum":["low","normal","high","urgent"],"default":"normal"},"title":{"type":"string"}},"required":["message"],"additionalProperties":false}"#,
-            keywords:
-                "notify notification alert alarm push warn phone message urgent priority ping page",
-        },
-        exec: Exec::Local(notify),
-    },
+    ToolDef::local(&c::CHANNEL_LIST, channel_list),
+    ToolDef::local(&c::NOTIFY, notify),
 ];
 
 /// How long the webhook POST may take.
@@ -47,16 +19,15 @@ pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn channel_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
     let mut out: Vec<Value> = cx
-        .rt
         .user_io()
         .channels()
         .into_iter()
         .map(|(name, connected)| json!({"channel": name, "connected": connected}))
         .collect();
-    let mqtt = cx.rt.config().mqtt.is_some();
-    let connected = mqtt && cx.rt.peer_link().is_some_and(|l| l.is_connected());
+    let mqtt = cx.config().mqtt.is_some();
+    let connected = cx.peer_connected();
     out.push(json!({"channel": "mqtt", "configured": mqtt, "connected": connected}));
-    let hook = cx.rt.config().notify.webhook.is_some();
+    let hook = cx.config().notify.webhook.is_some();
     // A webhook has no connection: it is "connected" when configured; each send reports itself.
     out.push(json!({"channel": "webhook", "configured": hook, "connected": hook}));
     Ok(json!({"channels": out}))
@@ -75,8 +46,8 @@ fn notify(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     }
     let mut sent = Vec::new();
     let mut failed = Vec::new();
-    if cx.rt.config().mqtt.is_some() {
-        let link = super::mqtt::link(cx)?;
+    if cx.config().mqtt.is_some() {
+        let link = cx.peer_link()?;
         let topic = format!("{}/{}/notify", link.prefix(), link.gateway_id());
         match link.publish(
             &topic,
@@ -88,7 +59,7 @@ fn notify(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             Err(e) => failed.push(json!({"channel": "mqtt", "error": e})),
         }
     }
-    if let Some(url) = cx.rt.config().notify.webhook.clone() {
+    if let Some(url) = cx.config().notify.webhook.clone() {
         match post_json(&url, &body) {
             Ok(status) => sent.push(json!({"channel": "webhook", "status": status})),
             Err(e) => failed.push(json!({"channel": "webhook", "error": e})),

@@ -13,6 +13,7 @@ pub(crate) mod docs;
 pub(crate) mod fs;
 pub(crate) mod git;
 pub mod gpio;
+pub mod hwargs;
 pub mod i2c;
 pub(crate) mod mcu;
 pub(crate) mod media;
@@ -73,4 +74,10 @@ pub fn all() -> impl Iterator<Item = &'static ToolDef> {
 /// The built-in tool with this name.
 pub fn find(name: &str) -> Option<&'static ToolDef> {
     all().find(|t| t.spec.name == name)
+}
+
+/// Runtime options with every built-in tool (see `RuntimeOptions::with_tools`): the defaults
+/// for `config`, nobody to approve, no channels, no model.
+pub fn options(config: crate::config::Config) -> crate::runtime::RuntimeOptions {
+    crate::runtime::RuntimeOptions::with_tools(config, all().collect())
 }

@@ -2,82 +2,22 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::peer::mqtt::PeerLink;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
+use covo_core::catalog::mqtt as c;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const TOOLSET: &str = "mqtt";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "mqtt_publish",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Publish a message to an MQTT topic on the gateway's broker, within the topic allowlist.",
- params: r#"{"type":"object","properties":{"topic":{"type":"string"},"payload":{"type":["string","object","array","number","boolean"],"description":"non-strings are sent as JSON"},"qos":{"enum":[0,1,2],"default":0},"retain":{"type":"boolean","default":false}},"required":["topic","payload"],"additionalProperties":false}"#,
- keywords: "mqtt publish send message topic broker mosquitto pub iot retain qos",
-        },
-        exec: Exec::Local(mqtt_publish),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mqtt_wait_message",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Subscribe to a topic filter and return the first messages that arrive before the timeout.",
- params: r#"{"type":"object","properties":{"topic":{"type":"string","description":"filter, + and # allowed"},"count":{"type":"integer","minimum":1,"default":1},"timeout_ms":{"type":"integer","minimum":0,"default":10000}},"required":["topic"],"additionalProperties":false}"#,
- keywords: "mqtt subscribe wait listen receive message topic broker incoming",
-        },
-        exec: Exec::Local(mqtt_wait_message),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "mqtt_retained_get",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read the retained message currently stored on an MQTT topic.",
- params: r#"{"type":"object","properties":{"topic":{"type":"string"}},"required":["topic"],"additionalProperties":false}"#,
- keywords: "mqtt retained message last value topic state get read broker",
-        },
-        exec: Exec::Local(mqtt_retained_get),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "ha_announce",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Publish Home Assistant MQTT discovery config for a board sensor or actuator so it appears in Home Assistant.",
- params: r#"{"type":"object","properties":{"device":{"type":"string","description":"declared device name, e.g. climate"},"component":{"enum":["sensor","binary_sensor","switch","fan","light"]},"name":{"type":"string","description":"friendly name"}},"required":["device"],"additionalProperties":false}"#,
- keywords: "home assistant hass homeassistant discovery announce expose entity integrate dashboard mqtt auto discover",
-        },
-        exec: Exec::Local(ha_announce),
-    },
+    ToolDef::local(&c::MQTT_PUBLISH, mqtt_publish),
+    ToolDef::local(&c::MQTT_WAIT_MESSAGE, mqtt_wait_message),
+    ToolDef::local(&c::MQTT_RETAINED_GET, mqtt_retained_get),
+    ToolDef::local(&c::HA_ANNOUNCE, ha_announce),
 ];
 
 /// How long `mqtt_retained_get` waits for a retained message before reporting none.
 pub const RETAINED_WAIT: Duration = Duration::from_millis(1000);
-
-/// The link, or the reason the tool cannot run.
-pub(crate) fn link<'a>(cx: &Cx<'a>) -> Result<&'a PeerLink, CallError> {
-    if cx.rt.config().mqtt.is_none() {
-        return Err(cx.fail("no MQTT broker configured"));
-    }
-    cx.rt
-        .peer_link()
-        .ok_or_else(|| cx.fail("the MQTT link did not start (see the log)"))
-}
 
 fn topic_arg<'a>(cx: &Cx<'_>, args: &'a Value) -> Result<&'a str, CallError> {
     args.get("topic")
@@ -87,7 +27,7 @@ fn topic_arg<'a>(cx: &Cx<'_>, args: &'a Value) -> Result<&'a str, CallError> {
 }
 
 fn mqtt_publish(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let link = link(cx)?;
+    let link = cx.peer_link()?;
     let topic = topic_arg(cx, &args)?;
     if topic.contains(['+', '#']) {
         return Err(cx.fail("a publish topic cannot contain the wildcards + or #"));
@@ -108,12 +48,12 @@ fn mqtt_publish(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     Ok(json!({"topic": topic, "bytes": bytes, "qos": qos as u8, "retain": retain, "queued": true}))
 }
 
-fn message_json(m: &crate::peer::mqtt::Message) -> Value {
+fn message_json(m: &crate::link::Message) -> Value {
     json!({"topic": m.topic, "payload": m.payload_json(), "retained": m.retain})
 }
 
 fn mqtt_wait_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let link = link(cx)?;
+    let link = cx.peer_link()?;
     let filter = topic_arg(cx, &args)?;
     let count = args
         .get("count")
@@ -144,7 +84,7 @@ fn mqtt_wait_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn mqtt_retained_get(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let link = link(cx)?;
+    let link = cx.peer_link()?;
     let topic = topic_arg(cx, &args)?;
     if topic.contains(['+', '#']) {
         return Err(cx.fail("give one topic, without the wildcards + or #"));
@@ -171,9 +111,9 @@ fn mqtt_retained_get(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn ha_announce(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let link = link(cx)?;
+    let link = cx.peer_link()?;
     let name = args["device"].as_str().unwrap_or_default();
-    let board = cx.rt.board().def();
+    let board = cx.board().def();
     let Some(d) = board.device(name) else {
         let known: Vec<&str> = board.device.iter().map(|d| d.name.as_str()).collect();
         return Err(cx.fail(format!(

@@ -2,147 +2,25 @@
 
 use crate::error::{ArgProblem, CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::spec::ToolDef;
 use crate::store::{fmt_time, next_cron_run, GoalStatus, ScheduleAction, ScheduleTrigger};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
+use covo_core::catalog::productivity as c;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-const TOOLSET: &str = "productivity";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "todo_read",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read the session's to-do list with counts per status.",
-            params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-            keywords: "todos tasks checklist show list progress what is left remaining open items",
-        },
-        exec: Exec::Local(todo_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "goal_create",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Create a long-lived goal with a success criterion and optional deadline.",
-            params: r#"{"type":"object","properties":{"title":{"type":"string","minLength":1},"success_criterion":{"type":"string","minLength":1,"description":"How to tell the goal is reached"},"deadline":{"type":"string","description":"RFC 3339 time or YYYY-MM-DD"}},"required":["title","success_criterion"],"additionalProperties":false}"#,
-            keywords: "goal objective target aim milestone ambition resolution okr track long-term add new",
-        },
-        exec: Exec::Local(goal_create),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "goal_list",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List goals, optionally by status or containing text.",
-            params: r#"{"type":"object","properties":{"status":{"enum":["active","done","abandoned"]},"text":{"type":"string","description":"Case-insensitive text in the title or criterion"}},"additionalProperties":false}"#,
-            keywords: "goals objectives targets show list find milestones progress open finished",
-        },
-        exec: Exec::Local(goal_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "goal_update",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Update a goal: set its status or deadline, or append a timestamped progress note.",
-            params: r#"{"type":"object","properties":{"id":{"type":"integer"},"status":{"enum":["active","done","abandoned"]},"note":{"type":"string","minLength":1,"description":"Progress note to append"},"deadline":{"type":"string","description":"RFC 3339 time or YYYY-MM-DD"}},"required":["id"],"additionalProperties":false}"#,
-            keywords: "goal progress complete finish achieved abandon give up reschedule postpone deadline note update mark done",
-        },
-        exec: Exec::Local(goal_update),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "schedule_create",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description:
-                "Schedule a prompt or a tool call to run once (at) or repeatedly (cron). Give exactly one of cron/at and exactly one of prompt/tool.",
-            params: r#"{"type":"object","properties":{"name":{"type":"string"},"cron":{"type":"string","description":"Cron expression in local time, e.g. \"0 8 * * 1-5\""},"at":{"type":"string","description":"Run once: RFC 3339 time, or relative like \"in 10m\", \"in 2h\", \"in 3d\""},"prompt":{"type":"string","description":"Prompt to run as a new agent turn"},"tool":{"type":"string","description":"Tool to call"},"arguments":{"type":"object","description":"Arguments for tool"}},"additionalProperties":false}"#,
-            keywords: "schedule remind me later reminder timer alarm cron recurring every day daily hourly weekly at time in minutes job periodic repeat automate",
-        },
-        exec: Exec::Local(schedule_create),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "schedule_list",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List scheduled jobs with their next run time (UTC).",
-            params: r#"{"type":"object","properties":{"all":{"type":"boolean","description":"Include finished and cancelled jobs"}},"additionalProperties":false}"#,
-            keywords: "scheduled jobs reminders timers cron list upcoming next run pending alarms",
-        },
-        exec: Exec::Local(schedule_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "schedule_cancel",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING.or(Profiles::EDGE),
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Cancel a scheduled job by id.",
-            params: r#"{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false}"#,
-            keywords: "cancel stop delete remove unschedule reminder timer alarm job disable",
-        },
-        exec: Exec::Local(schedule_cancel),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "kanban_add",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Add a card to a kanban board column (board \"main\" by default).",
-            params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"},"column":{"type":"string","description":"e.g. todo, doing, done"},"title":{"type":"string","minLength":1},"note":{"type":"string"}},"required":["column","title"],"additionalProperties":false}"#,
-            keywords: "kanban card board column task ticket backlog trello add create sticky",
-        },
-        exec: Exec::Local(kanban_add),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "kanban_move",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Move a kanban card to another column.",
-            params: r#"{"type":"object","properties":{"card_id":{"type":"integer"},"column":{"type":"string"}},"required":["card_id","column"],"additionalProperties":false}"#,
-            keywords: "kanban move card column progress doing done status drag advance ticket",
-        },
-        exec: Exec::Local(kanban_move),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "kanban_list",
-            toolset: TOOLSET,
-            profiles: Profiles::MESSAGING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Show a kanban board: its columns in order, each with its cards.",
-            params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"}},"additionalProperties":false}"#,
-            keywords: "kanban board show view list cards columns tasks task board tickets backlog overview trello status",
-        },
-        exec: Exec::Local(kanban_list),
-    },
+    ToolDef::local(&c::TODO_READ, todo_read),
+    ToolDef::local(&c::GOAL_CREATE, goal_create),
+    ToolDef::local(&c::GOAL_LIST, goal_list),
+    ToolDef::local(&c::GOAL_UPDATE, goal_update),
+    ToolDef::local(&c::SCHEDULE_CREATE, schedule_create),
+    ToolDef::local(&c::SCHEDULE_LIST, schedule_list),
+    ToolDef::local(&c::SCHEDULE_CANCEL, schedule_cancel),
+    ToolDef::local(&c::KANBAN_ADD, kanban_add),
+    ToolDef::local(&c::KANBAN_MOVE, kanban_move),
+    ToolDef::local(&c::KANBAN_LIST, kanban_list),
 ];
 
 fn todo_read(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
@@ -330,7 +208,7 @@ fn schedule_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         }
         (None, Some(name)) => {
             let arguments = a.arguments.unwrap_or_else(|| json!({}));
-            match cx.runtime().owned().get(&name) {
+            match cx.owned_tool(&name) {
                 None => {
                     problem(
                         "/tool",
@@ -340,7 +218,7 @@ fn schedule_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
                     );
                     None
                 }
-                Some(def) => match cx.runtime().validate(&def.spec, &arguments) {
+                Some(def) => match cx.validate(def, &arguments) {
                     Ok(()) => Some(ScheduleAction::Tool { name, arguments }),
                     Err(ToolError::InvalidArguments { problems: ps, .. }) => {
                         for p in ps {

@@ -1,20 +1,7 @@
 //! The `search` toolset.
 
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
-
-const TOOLSET: &str = "search";
+use crate::spec::ToolDef;
+use covo_core::catalog::search as c;
 
 /// The tools of this family.
-pub(crate) static TOOLS: &[ToolDef] = &[ToolDef {
-    spec: ToolSpec {
-        name: "file_search",
-        toolset: TOOLSET,
-        profiles: Profiles::CODING,
-        runs: Runs::Gateway,
-        effect: Effect::Read,
-        description: "Search files: glob on names and/or regex on contents, honouring .gitignore. Returns paths and matching lines.",
- params: r#"{"type":"object","properties":{"pattern":{"type":"string","description":"regex to match in file contents"},"glob":{"type":"string","description":"file name glob, e.g. **/*.rs"},"path":{"type":"string","description":"directory to search, default: workspace root"},"case_sensitive":{"type":"boolean","default":true},"max_results":{"type":"integer","minimum":1,"default":100}},"additionalProperties":false}"#,
- keywords: "search find files grep ripgrep rg regex pattern text in files code glob find by name locate where is defined usage occurrences",
-    },
-    exec: Exec::Missing,
-}];
+pub(crate) static TOOLS: &[ToolDef] = &[ToolDef::missing(&c::FILE_SEARCH)];

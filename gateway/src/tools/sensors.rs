@@ -1,73 +1,24 @@
 //! The `sensors` toolset.
 
+use super::hwargs;
 use crate::error::{CallError, ToolError};
-use crate::exec::Cx;
-use crate::hardware;
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::exec::{Cx, Services};
+use crate::spec::ToolDef;
+use covo_core::catalog::sensors as c;
 use covo_hal_tools::{sensors, values};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-const TOOLSET: &str = "sensors";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "sensor_list",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List declared sensors with driver, quantities and units.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "sensors list available which sensors declared configured drivers quantities units measurements what can I measure",
-        },
-        exec: Exec::Local(sensor_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "sensor_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read a declared sensor; returns each quantity with its unit.",
- params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"}},"required":["sensor"],"additionalProperties":false}"#,
- keywords: "sensor read current now measure value reading temperature humidity pressure weather climate lux light level brightness co2 air quality gas soil moisture bme280 sht31 sht4x bh1750 aht20 scd40 dht22 ds18b20 thermometer hygrometer barometer how hot cold warm",
-        },
-        exec: Exec::Local(sensor_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "sensor_history",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Get a sensor's stored readings over a window, with min/max/mean.",
- params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"},"since":{"type":"string"},"until":{"type":"string"}},"required":["sensor"],"additionalProperties":false}"#,
- keywords: "sensor history past stored logged recorded readings trend over time yesterday last hour day week overnight since min max mean average statistics series timeline",
-        },
-        exec: Exec::Local(sensor_history),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "sensor_export_csv",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Export a sensor's stored readings over a window as a CSV artifact.",
- params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"},"since":{"type":"string"},"until":{"type":"string"}},"required":["sensor"],"additionalProperties":false}"#,
- keywords: "export csv download save file spreadsheet excel dump data log readings history table",
-        },
-        exec: Exec::Local(sensor_export_csv),
-    },
+    ToolDef::local(&c::SENSOR_LIST, sensor_list),
+    ToolDef::local(&c::SENSOR_READ, sensor_read),
+    ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
+    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
 ];
 
 fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let board = cx.runtime().board().clone();
+    let board = cx.board().clone();
     let def = board.def();
     let sensors: Vec<Value> = def
         .device
@@ -91,7 +42,7 @@ fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
 }
 
 /// Reads a declared sensor and logs the reading. Used by `sensor_read` and the sampler.
-pub fn read_and_log(rt: &crate::runtime::Runtime, name: &str) -> Result<Value, ReadFailure> {
+pub fn read_and_log(rt: &dyn Services, name: &str) -> Result<Value, ReadFailure> {
     let hw = rt.board().hardware().map_err(ReadFailure::Board)?;
     let qs = hw.sensor_read(name).map_err(ReadFailure::Hw)?;
     let at = crate::store::now_rfc3339();
@@ -138,9 +89,9 @@ fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    read_and_log(cx.runtime(), &name).map_err(|f| match f {
+    read_and_log(cx.pipeline(), &name).map_err(|f| match f {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
-        ReadFailure::Hw(e) => hardware::fail(cx, e),
+        ReadFailure::Hw(e) => hwargs::fail(cx, e),
         ReadFailure::Store(e) => e.into(),
     })
 }
@@ -203,7 +154,7 @@ fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
 }
 
 fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
-    let def = cx.runtime().board().def();
+    let def = cx.board().def();
     match def.device(name) {
         Some(d) if !sensors::quantities(&d.driver).is_empty() => Ok(()),
         _ => Err(ToolError::NotFound {
@@ -271,7 +222,7 @@ fn sensor_history(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let (name, since, until, rows) = stored_readings(cx, &args)?;
     let name = name.as_str();
-    let dir = cx.runtime().home().join("artifacts");
+    let dir = cx.home().join("artifacts");
     std::fs::create_dir_all(&dir)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
     let path = dir.join(format!("{name}-{stamp}.csv"));
@@ -304,7 +255,7 @@ pub const WATCH_SAMPLE_SECS: u64 = 60;
 /// every [`WATCH_SAMPLE_SECS`]); logs the readings and runs the watches. `last` remembers when
 /// each was sampled. Returns one line per sample, for logs.
 pub fn sample_due(
-    rt: &crate::runtime::Runtime,
+    rt: &dyn Services,
     last: &mut std::collections::HashMap<String, std::time::Instant>,
 ) -> Vec<String> {
     sample_due_readings(rt, last, None)
@@ -319,7 +270,7 @@ pub fn sample_due(
 /// Like [`sample_due`], returning each sample (the `sensor_read` JSON) or why it failed.
 /// `default_every` also samples sensors that have neither an interval nor a watch.
 pub fn sample_due_readings(
-    rt: &crate::runtime::Runtime,
+    rt: &dyn Services,
     last: &mut std::collections::HashMap<String, std::time::Instant>,
     default_every: Option<u64>,
 ) -> Vec<(String, Result<Value, String>)> {

@@ -1,73 +1,35 @@
 //! The `serial` toolset.
 
+use super::hwargs::{self, opt};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::hardware::{self, opt};
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
+use crate::hardware::Access;
+use crate::spec::ToolDef;
+use covo_core::catalog::serial as c;
 use covo_hal_tools::backend;
+use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::read_until;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
 
-const TOOLSET: &str = "serial";
-
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "serial_list",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List serial ports with USB IDs and declared device names.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "serial ports list enumerate find uart tty ttyusb0 ttyacm0 ttyama0 serial0 com port usb adapter ftdi ch340 cp2102 cp210x pl2303 vid pid vendor product which port is my arduino on device path plugged connected",
-        },
-        exec: Exec::Local(serial_list),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "serial_write",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Write text or hex bytes to a serial port.",
- params: r#"{"type":"object","properties":{"port":{"type":"string","description":"path or name"},"baud":{"type":"integer"},"text":{"type":"string"},"hex":{"type":"string"}},"required":["port"],"additionalProperties":false}"#,
- keywords: "serial write send transmit tx uart tty ttyusb0 ttyacm0 port text string bytes hex baud rate 9600 115200 console usb",
-        },
-        exec: Exec::Local(serial_write),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "serial_read",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read from a serial port until delimiter, max_bytes or timeout_ms.",
- params: r#"{"type":"object","properties":{"port":{"type":"string","description":"path or name"},"baud":{"type":"integer"},"delimiter":{"type":"string"},"max_bytes":{"type":"integer"},"timeout_ms":{"type":"integer"}},"required":["port"],"additionalProperties":false}"#,
- keywords: "serial read receive rx listen uart tty ttyusb0 ttyacm0 port output incoming data line log gps nmea console monitor capture baud",
-        },
-        exec: Exec::Local(serial_read),
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "serial_request",
-            toolset: TOOLSET,
-            profiles: Profiles::EDGE,
-            runs: Runs::Gateway,
-            effect: Effect::Actuate,
-            description: "Send a command line to a serial device and return its reply (AT-style).",
- params: r#"{"type":"object","properties":{"port":{"type":"string","description":"path or name"},"baud":{"type":"integer"},"text":{"type":"string"},"delimiter":{"type":"string"},"timeout_ms":{"type":"integer"}},"required":["port","text"],"additionalProperties":false}"#,
- keywords: "serial command request response reply query ask send and receive at commands ati csq cgmi gmr hayes modem gsm lte sim800 lora module uart tty device talk to",
-        },
-        exec: Exec::Local(serial_request),
-    },
+    ToolDef::local(&c::SERIAL_LIST, serial_list),
+    ToolDef::local(&c::SERIAL_WRITE, serial_write).with_access(write_access),
+    ToolDef::local(&c::SERIAL_READ, serial_read),
+    ToolDef::local(&c::SERIAL_REQUEST, serial_request).with_access(write_access),
 ];
+
+/// `serial_write` and `serial_request` write to their port.
+fn write_access(_: &BoardDef, args: &Value) -> Vec<Access> {
+    args.get("port")
+        .and_then(Value::as_str)
+        .map(|port| Access::SerialWrite { port: port.into() })
+        .into_iter()
+        .collect()
+}
 
 /// The most bytes one read returns.
 const MAX_READ: u64 = 4096;
@@ -75,7 +37,7 @@ const MAX_READ: u64 = 4096;
 const MAX_WAIT_MS: u64 = 60_000;
 
 fn serial_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
-    let board = cx.runtime().board().clone();
+    let board = cx.board().clone();
     let system = backend::list_ports();
     let declared: Vec<Value> = board
         .def()
@@ -119,7 +81,7 @@ fn serial_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
 fn payload(cx: &Cx<'_>, args: &Value) -> Result<Vec<u8>, CallError> {
     match (args.get("text").and_then(Value::as_str), args.get("hex")) {
         (Some(t), None) => Ok(t.as_bytes().to_vec()),
-        (None, Some(h)) => values::bytes("hex", h).map_err(|e| hardware::invalid(cx, e)),
+        (None, Some(h)) => values::bytes("hex", h).map_err(|e| hwargs::invalid(cx, e)),
         _ => Err(ToolError::invalid(cx.tool.name, "", "give exactly one of text or hex").into()),
     }
 }
@@ -148,11 +110,11 @@ fn shown(bytes: &[u8]) -> Value {
 }
 
 fn serial_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let data = payload(cx, &args)?;
     let mut p = hw
         .open_serial(port_arg(&args), baud(&args), Duration::from_millis(500))
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     p.write_all(&data)
         .and_then(|_| p.flush())
         .map_err(|e| cx.fail(e.to_string()))?;
@@ -160,7 +122,7 @@ fn serial_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 fn serial_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let max = opt(cx, &args, "max_bytes", |k, v| {
         values::bounded(k, v, MAX_READ)
     })?
@@ -169,14 +131,14 @@ fn serial_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let delimiter = args.get("delimiter").and_then(Value::as_str).map(unescape);
     let mut p = hw
         .open_serial(port_arg(&args), baud(&args), Duration::from_millis(50))
-        .map_err(|e| hardware::fail(cx, e))?;
-    let (data, stop) = read_until(p.as_mut(), delimiter.as_deref(), max, wait)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
+    let (data, stop) =
+        read_until(p.as_mut(), delimiter.as_deref(), max, wait).map_err(|e| hwargs::fail(cx, e))?;
     Ok(json!({"port": port_arg(&args), "read": shown(&data), "stopped_by": stop}))
 }
 
 fn serial_request(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let hw = hardware::hw(cx)?;
+    let hw = hwargs::hw(cx)?;
     let mut line = args
         .get("text")
         .and_then(Value::as_str)
@@ -193,12 +155,12 @@ fn serial_request(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let wait = timeout(cx, &args, 2000)?;
     let mut p = hw
         .open_serial(port_arg(&args), baud(&args), Duration::from_millis(50))
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     p.write_all(line.as_bytes())
         .and_then(|_| p.flush())
         .map_err(|e| cx.fail(e.to_string()))?;
     let (reply, stop) = read_until(p.as_mut(), Some(&delimiter), MAX_READ as usize, wait)
-        .map_err(|e| hardware::fail(cx, e))?;
+        .map_err(|e| hwargs::fail(cx, e))?;
     if reply.is_empty() {
         return Err(ToolError::Failed {
             tool: cx.tool.name.into(),

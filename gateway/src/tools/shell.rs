@@ -1,100 +1,15 @@
 //! The `shell` toolset.
 
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
-
-const TOOLSET: &str = "shell";
+use crate::spec::ToolDef;
+use covo_core::catalog::shell as c;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "shell_exec",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Destructive,
-            description: "Run a shell command with a timeout and output cap (asks for approval). Returns exit code, stdout and stderr.",
- params: r#"{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string","description":"working directory"},"timeout_s":{"type":"integer","minimum":1,"maximum":600,"default":60}},"required":["command"],"additionalProperties":false}"#,
- keywords: "shell command run execute bash sh terminal cli script program make cargo npm pip exit code",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "process_start",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Destructive,
-            description: "Start a long-running background process (asks for approval). Returns its handle.",
- params: r#"{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string","description":"working directory"}},"required":["command"],"additionalProperties":false}"#,
- keywords: "background process start launch spawn daemon server long running watch mode",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "process_list",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "List the background processes this agent started, with status.",
- params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "background processes list running status handles ps",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "process_output",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Read new output of a background process since the last read.",
- params: r#"{"type":"object","properties":{"handle":{"type":"string"},"max_bytes":{"type":"integer","minimum":1}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "background process output logs stdout stderr tail read progress",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "process_kill",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Write,
-            description: "Stop a background process this agent started.",
- params: r#"{"type":"object","properties":{"handle":{"type":"string"},"signal":{"enum":["TERM","KILL","INT"],"default":"TERM"}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "background process task kill stop terminate end signal cancel",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "tmux_send_keys",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Destructive,
-            description: "Type keys into a tmux pane, creating the session if needed (asks for approval).",
- params: r#"{"type":"object","properties":{"session":{"type":"string"},"pane":{"type":"string","description":"pane target, e.g. 0.0"},"keys":{"type":"string"},"enter":{"type":"boolean","default":true}},"required":["session","keys"],"additionalProperties":false}"#,
- keywords: "tmux terminal type keys keystrokes interactive session pane repl input send",
-        },
-        exec: Exec::Missing,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "tmux_capture",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING,
-            runs: Runs::Gateway,
-            effect: Effect::Read,
-            description: "Capture the visible text of a tmux pane.",
- params: r#"{"type":"object","properties":{"session":{"type":"string"},"pane":{"type":"string","description":"pane target, e.g. 0.0"},"lines":{"type":"integer","description":"scrollback lines to include","minimum":0}},"required":["session"],"additionalProperties":false}"#,
- keywords: "tmux terminal screen capture pane visible output screenshot text",
-        },
-        exec: Exec::Missing,
-    },
+    ToolDef::missing(&c::SHELL_EXEC),
+    ToolDef::missing(&c::PROCESS_START),
+    ToolDef::missing(&c::PROCESS_LIST),
+    ToolDef::missing(&c::PROCESS_OUTPUT),
+    ToolDef::missing(&c::PROCESS_KILL),
+    ToolDef::missing(&c::TMUX_SEND_KEYS),
+    ToolDef::missing(&c::TMUX_CAPTURE),
 ];

@@ -1,35 +1,8 @@
 //! The `web` toolset.
 
-use crate::spec::{Effect, Exec, Profiles, Runs, ToolDef, ToolSpec};
-
-const TOOLSET: &str = "web";
+use crate::spec::ToolDef;
+use covo_core::catalog::web as c;
 
 /// The tools of this family.
-pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef {
-        spec: ToolSpec {
-            name: "web_fetch",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING),
-            runs: Runs::Peer,
-            effect: Effect::Read,
-            description: "Fetch a URL on the peer and return its readable text (HTML reduced to text), size-capped.",
- params: r#"{"type":"object","properties":{"url":{"type":"string"},"max_chars":{"type":"integer","minimum":1,"default":20000}},"required":["url"],"additionalProperties":false}"#,
- keywords: "web fetch url http https page download website read article open link get",
-        },
-        exec: Exec::Peer,
-    },
-    ToolDef {
-        spec: ToolSpec {
-            name: "web_search",
-            toolset: TOOLSET,
-            profiles: Profiles::CODING.or(Profiles::MESSAGING),
-            runs: Runs::Peer,
-            effect: Effect::Read,
-            description: "Search the web. Returns titles, URLs and snippets.",
- params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20,"default":5}},"required":["query"],"additionalProperties":false}"#,
- keywords: "web search internet google bing duckduckgo look up online find news",
-        },
-        exec: Exec::Peer,
-    },
-];
+pub(crate) static TOOLS: &[ToolDef] =
+    &[ToolDef::peer(&c::WEB_FETCH), ToolDef::peer(&c::WEB_SEARCH)];

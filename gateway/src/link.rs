@@ -1,0 +1,702 @@
+//! The gateway's MQTT client, [`PeerLink`]: it tracks the retained peer births (which tools are
+//! served right now) and forwards `runs = "peer"` calls to them. It also tracks the other
+//! gateways' births (the swarm) and sends them swarm calls the same way, and it serves local
+//! subscriptions (`covo run`, the `mqtt` and `messaging` tools). The wire contract and the
+//! transport are `covo_wire`'s.
+
+use crate::config::MqttConfig;
+use crate::error::ToolError;
+use bytes::Bytes;
+use covo_wire::mqtt::{
+    options, publish_birth, publish_response, spawn_driver, status_will, topic_matches, Handler,
+    Partial, Stop, CHUNK_PROPERTY, DEFAULT_TIMEOUT,
+};
+use covo_wire::protocol::{self, Request, Response, Status, Topics};
+use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::AsyncClient;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The gateway's shared state, written by the poll task and read by callers.
+#[derive(Default)]
+struct State {
+    /// Online peers → the tools each serves.
+    peers: HashMap<String, Vec<String>>,
+    /// Calls waiting for an answer, by call id.
+    pending: HashMap<String, mpsc::Sender<Response>>,
+    /// Our own sync message came back: the retained births have been delivered.
+    synced: bool,
+    /// A CONNACK has been seen and no disconnect since.
+    connected: bool,
+    /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
+    subs: Vec<(u64, String, mpsc::Sender<Message>)>,
+    next_sub: u64,
+    /// The other gateways on the broker, from their retained status, by id.
+    gateways: BTreeMap<String, Member>,
+    /// The tools this gateway serves to the swarm (listed in its birth).
+    served: Vec<String>,
+    /// Why the last connection attempt failed or dropped.
+    last_error: Option<String>,
+    /// How many CONNACKs so far: a change means the link came back (perhaps to a restarted
+    /// broker that lost every retained message).
+    connects: u64,
+}
+
+/// Another gateway on the same broker, as its latest retained status describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    /// Its gateway id.
+    pub id: String,
+    /// Whether its latest status is `online` (a Will or a clean shutdown says `offline`).
+    pub online: bool,
+    /// The tools it serves to the swarm (empty while offline, or when it serves none).
+    pub tools: Vec<String>,
+    /// When this gateway learned that status, in Unix seconds.
+    pub since_unix: u64,
+}
+
+/// A message delivered to a local subscriber.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// The topic it was published on.
+    pub topic: String,
+    /// The payload bytes.
+    pub payload: Vec<u8>,
+    /// Whether the broker delivered it as a retained message.
+    pub retain: bool,
+    /// The MQTT 5 response topic, when the sender asked for an answer.
+    pub response_topic: Option<String>,
+    /// The MQTT 5 correlation data that goes back with the answer.
+    pub correlation: Option<Vec<u8>>,
+}
+
+impl Message {
+    /// The payload as JSON when it parses, else as a string.
+    pub fn payload_json(&self) -> Value {
+        serde_json::from_slice(&self.payload)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&self.payload).into_owned()))
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+struct GatewayHandler {
+    shared: Arc<Shared>,
+    topics: Topics,
+    gateway: String,
+    sync_topic: String,
+    /// Where answers to this gateway's calls arrive: peer responses and swarm responses.
+    response_topics: [String; 2],
+    partial: Partial,
+}
+
+impl Handler for GatewayHandler {
+    fn connected(&mut self, client: &AsyncClient) {
+        let subs = [
+            self.topics.all_peer_status(),
+            self.topics.all_gateway_status(),
+            self.response_topics[0].clone(),
+            self.response_topics[1].clone(),
+            self.sync_topic.clone(),
+        ];
+        let (local, served) = {
+            let mut st = self.shared.lock();
+            st.connected = true;
+            st.connects += 1;
+            let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
+            fs.sort();
+            fs.dedup();
+            (fs, st.served.clone())
+        };
+        self.shared.changed.notify_all();
+        for t in subs.into_iter().chain(local) {
+            if let Err(e) = client.try_subscribe(t, QoS::AtLeastOnce) {
+                tracing::warn!(error = %e, "MQTT subscribe failed");
+            }
+        }
+        publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
+    }
+
+    fn subscribed(&mut self, client: &AsyncClient) {
+        // The broker sends retained messages right after each SUBACK; a message we publish to
+        // ourselves after the last SUBACK comes back after them.
+        let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
+    }
+
+    fn publish(&mut self, _client: &AsyncClient, p: Publish) {
+        let topic = String::from_utf8_lossy(&p.topic).into_owned();
+        if topic == self.sync_topic {
+            self.shared.lock().synced = true;
+            self.shared.changed.notify_all();
+        } else if let Some(peer) = self.topics.peer_of_status(&topic) {
+            let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
+            let mut st = self.shared.lock();
+            match status {
+                Some(s) if s.is_online() => {
+                    tracing::info!(peer, tools = s.tools.len(), "peer online");
+                    st.peers.insert(peer.to_string(), s.tools);
+                }
+                _ => {
+                    if st.peers.remove(peer).is_some() {
+                        tracing::info!(peer, "peer offline");
+                    }
+                }
+            }
+            drop(st);
+            self.shared.changed.notify_all();
+        } else if let Some(gw) = self.topics.gateway_of_status(&topic) {
+            if gw == self.gateway {
+                return;
+            }
+            let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
+            let online = status.as_ref().is_some_and(Status::is_online);
+            let member = Member {
+                id: gw.to_string(),
+                online,
+                tools: status
+                    .filter(|_| online)
+                    .map(|s| s.tools)
+                    .unwrap_or_default(),
+                since_unix: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+            };
+            tracing::info!(gateway = gw, online, "swarm member status");
+            let mut st = self.shared.lock();
+            if p.payload.is_empty() {
+                // A cleared retained status: the gateway is gone for good.
+                st.gateways.remove(gw);
+            } else {
+                st.gateways.insert(gw.to_string(), member);
+            }
+            drop(st);
+            self.shared.changed.notify_all();
+        } else if self.response_topics.contains(&topic) {
+            let correlation = p
+                .properties
+                .as_ref()
+                .and_then(|pr| pr.correlation_data.as_ref())
+                .map(|c| String::from_utf8_lossy(c).into_owned());
+            let chunk = p.properties.as_ref().and_then(|pr| {
+                pr.user_properties
+                    .iter()
+                    .find(|(k, _)| k == CHUNK_PROPERTY)
+                    .map(|(_, v)| v.clone())
+            });
+            let whole;
+            let body: &[u8] = match (chunk, &correlation) {
+                (None, _) => &p.payload,
+                (Some(spec), Some(id)) => {
+                    // Chunks are kept only for calls still waiting; the rest are dropped.
+                    {
+                        let st = self.shared.lock();
+                        if !st.pending.contains_key(id) {
+                            return;
+                        }
+                        self.partial.retain(|k| st.pending.contains_key(k));
+                    }
+                    match self.partial.add(id, &spec, p.payload.clone()) {
+                        Some(b) => {
+                            whole = b;
+                            &whole
+                        }
+                        None => return,
+                    }
+                }
+                (Some(_), None) => return,
+            };
+            let Ok(resp) = serde_json::from_slice::<Response>(body) else {
+                tracing::warn!(topic, "unparsable response dropped");
+                return;
+            };
+            // A response counts only when its correlation data and its body name the same
+            // pending call: a stray or forged message without both is dropped.
+            let Some(id) = correlation.filter(|id| *id == resp.call_id) else {
+                tracing::warn!(call_id = %resp.call_id, "response without matching correlation data dropped");
+                return;
+            };
+            if let Some(tx) = self.shared.lock().pending.remove(&id) {
+                let _ = tx.send(resp);
+            }
+        } else {
+            let props = p.properties.as_ref();
+            let msg = Message {
+                topic: topic.clone(),
+                payload: p.payload.to_vec(),
+                retain: p.retain,
+                response_topic: props.and_then(|pr| pr.response_topic.clone()),
+                correlation: props.and_then(|pr| pr.correlation_data.as_ref().map(|c| c.to_vec())),
+            };
+            let st = self.shared.lock();
+            for (_, f, tx) in &st.subs {
+                if topic_matches(f, &topic) {
+                    let _ = tx.send(msg.clone());
+                }
+            }
+        }
+    }
+
+    fn disconnected(&mut self, reason: &str) {
+        // Unreachable peers serve nothing; the births come back with the next SUBACK.
+        let mut st = self.shared.lock();
+        st.last_error = Some(reason.to_string());
+        st.peers.clear();
+        st.gateways.clear();
+        st.synced = false;
+        st.connected = false;
+        drop(st);
+        self.shared.changed.notify_all();
+    }
+}
+
+/// The gateway's link to the cloud peers.
+pub struct PeerLink {
+    client: AsyncClient,
+    shared: Arc<Shared>,
+    topics: Topics,
+    gateway: String,
+    timeout: Duration,
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<Stop>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl PeerLink {
+    /// Connects (in the background) with the configuration's broker, id and prefix.
+    pub fn start(cfg: &MqttConfig) -> Result<PeerLink, String> {
+        let topics = Topics::new(&cfg.prefix());
+        let gateway = cfg.gateway_id();
+        let nonce = protocol::new_call_id();
+        let client_id = format!("covo-gw-{gateway}-{}", &nonce[..8]);
+        let status = topics.gateway_status(&gateway);
+        let opts = options(&cfg.url(), &cfg.auth(), &client_id, status_will(&status))?;
+        let (client, eventloop) = AsyncClient::new(opts, covo_wire::mqtt::QUEUE);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let handler = GatewayHandler {
+            shared: shared.clone(),
+            topics: topics.clone(),
+            gateway: gateway.clone(),
+            sync_topic: format!("{}/{gateway}/peer/sync/{nonce}", topics.prefix),
+            response_topics: [topics.response(&gateway), topics.swarm_response(&gateway)],
+            partial: Partial::default(),
+        };
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let thread = spawn_driver(
+            "covo-mqtt",
+            client.clone(),
+            eventloop,
+            handler,
+            status,
+            stop_rx,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(PeerLink {
+            client,
+            shared,
+            topics,
+            gateway,
+            timeout: cfg
+                .call_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_TIMEOUT),
+            stop: Mutex::new(Some(stop_tx)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Waits until the retained births have arrived (or `max` passes); `true` when they have.
+    pub fn wait_synced(&self, max: Duration) -> bool {
+        let end = Instant::now() + max;
+        let mut st = self.shared.lock();
+        while !st.synced {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// Waits until `pred(available)` holds for `tool` (or `max` passes); returns the last value.
+    pub fn wait_for(&self, tool: &str, want: bool, max: Duration) -> bool {
+        let end = Instant::now() + max;
+        let mut st = self.shared.lock();
+        loop {
+            let now = serves(&st, tool);
+            let left = end.saturating_duration_since(Instant::now());
+            if now == want || left.is_zero() {
+                return now;
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Whether the broker connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.shared.lock().connected
+    }
+
+    /// The topic prefix.
+    pub fn prefix(&self) -> &str {
+        &self.topics.prefix
+    }
+
+    /// Queues a publish on the shared client (never blocks).
+    pub fn publish(
+        &self,
+        topic: &str,
+        payload: Vec<u8>,
+        qos: QoS,
+        retain: bool,
+    ) -> Result<(), String> {
+        self.client
+            .try_publish(topic, qos, retain, payload)
+            .map_err(|e| format!("cannot queue the publish: {e}"))
+    }
+
+    /// Subscribes to `filter`: messages that match it arrive on the receiver until
+    /// [`PeerLink::unsubscribe`] with the returned id. Resubscribed after every reconnect.
+    pub fn subscribe(&self, filter: &str) -> Result<(u64, mpsc::Receiver<Message>), String> {
+        let (tx, rx) = mpsc::channel();
+        let id = {
+            let mut st = self.shared.lock();
+            st.next_sub += 1;
+            let id = st.next_sub;
+            st.subs.push((id, filter.to_string(), tx));
+            id
+        };
+        if let Err(e) = self.client.try_subscribe(filter, QoS::AtLeastOnce) {
+            self.unsubscribe(id);
+            return Err(format!("cannot subscribe to {filter}: {e}"));
+        }
+        Ok((id, rx))
+    }
+
+    /// Ends a local subscription; the broker subscription goes when no one else uses the filter.
+    pub fn unsubscribe(&self, id: u64) {
+        let mut st = self.shared.lock();
+        let Some(pos) = st.subs.iter().position(|(i, _, _)| *i == id) else {
+            return;
+        };
+        let (_, filter, _) = st.subs.remove(pos);
+        if !st.subs.iter().any(|(_, f, _)| *f == filter) {
+            let _ = self.client.try_unsubscribe(filter);
+        }
+    }
+
+    /// This gateway's id.
+    pub fn gateway_id(&self) -> &str {
+        &self.gateway
+    }
+
+    /// The online peers and the tools each serves.
+    pub fn peers(&self) -> HashMap<String, Vec<String>> {
+        self.shared.lock().peers.clone()
+    }
+
+    /// How many times the link has connected (CONNACKs); it grows with every reconnect.
+    pub fn connects(&self) -> u64 {
+        self.shared.lock().connects
+    }
+
+    /// Why the broker connection is down, when it is and a reason is known.
+    pub fn connection_error(&self) -> Option<String> {
+        let st = self.shared.lock();
+        (!st.connected).then(|| st.last_error.clone()).flatten()
+    }
+
+    /// Whether a live peer advertises `tool`; the reason when none does.
+    pub fn availability(&self, tool: &str) -> Result<(), String> {
+        let st = self.shared.lock();
+        if serves(&st, tool) {
+            Ok(())
+        } else if let (false, Some(e)) = (st.connected, &st.last_error) {
+            Err(format!("not connected to the MQTT broker: {e}"))
+        } else if st.peers.is_empty() {
+            Err("no peer online".into())
+        } else {
+            Err(format!("no online peer serves '{tool}'"))
+        }
+    }
+
+    /// Forwards a call and waits for the answer. `idempotent` calls (effect `read`) are sent a
+    /// second time, with the same call id, after a timeout; others never are.
+    pub fn call(&self, tool: &str, args: Value, idempotent: bool) -> Result<Value, ToolError> {
+        self.round_trip(
+            Target::Peer,
+            tool,
+            args,
+            self.timeout,
+            if idempotent { 2 } else { 1 },
+        )
+    }
+
+    /// The other gateways on this broker (this one excluded), by id.
+    pub fn members(&self) -> Vec<Member> {
+        self.shared.lock().gateways.values().cloned().collect()
+    }
+
+    /// Sets the tools this gateway serves to the swarm and republishes its birth with them.
+    pub fn set_served(&self, tools: Vec<String>) {
+        let connected = {
+            let mut st = self.shared.lock();
+            st.served = tools.clone();
+            st.connected
+        };
+        if connected {
+            publish_birth(
+                &self.client,
+                &self.topics.gateway_status(&self.gateway),
+                tools,
+            );
+        }
+    }
+
+    /// Runs `tool` on gateway `target` through its pipeline and waits up to `timeout` for the
+    /// answer. `idempotent` calls are resent once, with the same call id, after a timeout.
+    pub fn swarm_call(
+        &self,
+        target: &str,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+        idempotent: bool,
+    ) -> Result<Value, ToolError> {
+        self.round_trip(
+            Target::Gateway(target),
+            tool,
+            args,
+            timeout,
+            if idempotent { 2 } else { 1 },
+        )
+    }
+
+    /// Sends a serialized response to a request that arrived with `response_topic` and
+    /// `correlation` (MQTT 5); large bodies go in chunks.
+    pub fn respond(
+        &self,
+        response_topic: &str,
+        correlation: Option<Vec<u8>>,
+        body: &[u8],
+    ) -> Result<(), String> {
+        publish_response(
+            &self.client,
+            response_topic,
+            correlation.map(Bytes::from),
+            body,
+            true,
+        )
+    }
+
+    fn round_trip(
+        &self,
+        target: Target<'_>,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+        attempts: u32,
+    ) -> Result<Value, ToolError> {
+        let call_id = protocol::new_call_id();
+        let ms = timeout.as_millis() as u64;
+        let (topic, response_topic, who) = match target {
+            Target::Peer => (
+                self.topics.request(&self.gateway),
+                self.topics.response(&self.gateway),
+                "a peer".to_string(),
+            ),
+            Target::Gateway(g) => (
+                self.topics.swarm_request(g),
+                self.topics.swarm_response(&self.gateway),
+                format!("gateway '{g}'"),
+            ),
+        };
+        let req = Request {
+            call_id: call_id.clone(),
+            tool: tool.into(),
+            args,
+            gateway: self.gateway.clone(),
+            deadline_ms: ms,
+        };
+        let body = serde_json::to_vec(&req).map_err(|e| ToolError::failed(tool, e.to_string()))?;
+        for attempt in 1..=attempts {
+            let (tx, rx) = mpsc::channel();
+            self.shared.lock().pending.insert(call_id.clone(), tx);
+            let props = PublishProperties {
+                message_expiry_interval: Some(ms.div_ceil(1000).max(1) as u32),
+                response_topic: Some(response_topic.clone()),
+                correlation_data: Some(Bytes::from(call_id.clone().into_bytes())),
+                content_type: Some("application/json".into()),
+                ..Default::default()
+            };
+            if let Err(e) = self.client.try_publish_with_properties(
+                topic.clone(),
+                QoS::AtLeastOnce,
+                false,
+                body.clone(),
+                props,
+            ) {
+                self.shared.lock().pending.remove(&call_id);
+                return Err(ToolError::Failed {
+                    tool: tool.into(),
+                    message: format!("cannot queue the request to {who}: {e}"),
+                    hint: Some("too many MQTT calls are in flight; try again shortly".into()),
+                });
+            }
+            match rx.recv_timeout(timeout) {
+                Ok(resp) => return into_result(tool, &who, resp),
+                Err(_) => {
+                    self.shared.lock().pending.remove(&call_id);
+                    tracing::warn!(tool, attempt, to = %who, "MQTT call timed out");
+                }
+            }
+        }
+        Err(ToolError::Failed {
+            tool: tool.into(),
+            message: format!(
+                "no answer from {who} within {ms} ms{}",
+                if attempts > 1 { " (tried twice)" } else { "" }
+            ),
+            hint: Some(if attempts > 1 {
+                format!("{who} may be busy, offline or slow for this input; try again later or with a smaller request")
+            } else {
+                // A write is never resent: it may have run even though its answer was lost.
+                format!("it was sent once and may have run on {who} although no answer came back; check its effect before calling it again")
+            }),
+        })
+    }
+
+    /// Publishes `offline` on the status topic and disconnects (the Will is not sent).
+    pub fn close(&self) {
+        self.shutdown(Stop::Graceful);
+    }
+
+    fn shutdown(&self, how: Stop) {
+        if let Some(tx) = self.stop.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(how);
+        }
+        if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for PeerLink {
+    fn drop(&mut self) {
+        self.shutdown(Stop::Graceful);
+    }
+}
+
+fn serves(st: &State, tool: &str) -> bool {
+    st.peers
+        .values()
+        .any(|tools| tools.iter().any(|t| t == tool))
+}
+
+/// Where a call goes.
+enum Target<'a> {
+    /// The shared peer group.
+    Peer,
+    /// One gateway of the swarm.
+    Gateway(&'a str),
+}
+
+fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError> {
+    if resp.ok {
+        return Ok(resp.result.unwrap_or(Value::Null));
+    }
+    let e = resp.error.unwrap_or(protocol::WireError {
+        kind: "failed".into(),
+        message: "the other side reported an error without details".into(),
+        detail: None,
+    });
+    // A covo peer or gateway sends its error whole: keep its structure for the model, and say
+    // where a plain failure happened.
+    match e
+        .detail
+        .and_then(|d| serde_json::from_value::<ToolError>(d).ok())
+    {
+        Some(ToolError::Failed {
+            tool: t,
+            message,
+            hint,
+        }) => {
+            return Err(ToolError::Failed {
+                tool: t,
+                message: format!("on {who}: {message}"),
+                hint,
+            })
+        }
+        Some(structured) => return Err(structured),
+        None => {}
+    }
+    Err(ToolError::Failed {
+        tool: tool.into(),
+        message: format!("on {who} ({}): {}", e.kind, e.message),
+        hint: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_tool_error_reaches_the_caller_whole() {
+        let refused = ToolError::PolicyRefused {
+            tool: "gpio_write".into(),
+            rule: "gpio.outputs".into(),
+            detail: "GPIO5 is not an output".into(),
+        };
+        let wire: Response = serde_json::from_slice(
+            &serde_json::to_vec(&Response::tool_error("c1", &refused)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(wire.error.as_ref().unwrap().kind, "policy_refused");
+        assert_eq!(into_result("swarm_call", "gateway 'b'", wire), Err(refused));
+        // A plain failure says where it happened and keeps its hint.
+        let failed = ToolError::Failed {
+            tool: "web_fetch".into(),
+            message: "HTTP 404".into(),
+            hint: Some("check the URL".into()),
+        };
+        match into_result("web_fetch", "a peer", Response::tool_error("c2", &failed)) {
+            Err(ToolError::Failed { message, hint, .. }) => {
+                assert_eq!(message, "on a peer: HTTP 404");
+                assert_eq!(hint.as_deref(), Some("check the URL"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A non-covo peer's bare error still becomes a Failed naming its kind.
+        match into_result("t", "a peer", Response::err("c3", "boom", "it broke")) {
+            Err(ToolError::Failed { message, .. }) => assert!(message.contains("(boom)")),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! A small blocking HTTP helper shared by the API-backed tools (`web_search`, the
+//! OpenAI-compatible media tools, embeddings).
+//!
+//! Like `web_fetch`, each request runs on its own thread with its own current-thread tokio
+//! runtime (the caller may or may not be inside a runtime) and the ring TLS provider. Bodies
+//! are capped: a response larger than `max_bytes` is an error, never silently cut.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use covo_core::error::ToolError;
+
+/// One request, as plain data so it can move to the request thread.
+#[derive(Debug, Clone)]
+pub(super) struct Request {
+    pub method: reqwest::Method,
+    pub url: reqwest::Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    /// Responses larger than this are refused.
+    pub max_bytes: usize,
+}
+
+impl Request {
+    pub(super) fn get(url: reqwest::Url) -> Request {
+        Request {
+            method: reqwest::Method::GET,
+            url,
+            headers: Vec::new(),
+            body: None,
+            max_bytes: 4 * 1024 * 1024,
+        }
+    }
+
+    /// A POST with a JSON body.
+    pub(super) fn post_json(url: reqwest::Url, body: &Value) -> Request {
+        Request {
+            method: reqwest::Method::POST,
+            url,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Some(body.to_string().into_bytes()),
+            max_bytes: 4 * 1024 * 1024,
+        }
+    }
+
+    pub(super) fn header(mut self, name: &str, value: impl Into<String>) -> Request {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// `Authorization: Bearer …` when a key is set (local servers often need none).
+    pub(super) fn bearer(self, key: Option<&str>) -> Request {
+        match key {
+            Some(k) if !k.is_empty() => self.header("Authorization", format!("Bearer {k}")),
+            _ => self,
+        }
+    }
+
+    pub(super) fn max_bytes(mut self, n: usize) -> Request {
+        self.max_bytes = n;
+        self
+    }
+}
+
+/// What came back.
+#[derive(Debug)]
+pub(super) struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+/// `base` joined with `path` (`base` may or may not end in `/`).
+pub(super) fn endpoint(tool: &str, base: &str, path: &str) -> Result<reqwest::Url, ToolError> {
+    let joined = format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    reqwest::Url::parse(&joined).map_err(|e| ToolError::Failed {
+        tool: tool.into(),
+        message: format!("the configured endpoint {joined} is not a URL: {e}"),
+        hint: Some("fix the base URL in [peer.backends]".into()),
+    })
+}
+
+/// Sends `req`, giving up at `deadline`.
+pub(super) fn send(
+    tool: &'static str,
+    req: Request,
+    deadline: Instant,
+) -> Result<Response, ToolError> {
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    if timeout.is_zero() {
+        return Err(ToolError::failed(
+            tool,
+            "the deadline passed before the request",
+        ));
+    }
+    std::thread::spawn(move || -> Result<Response, ToolError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ToolError::failed(tool, format!("no async runtime: {e}")))?;
+        rt.block_on(send_async(tool, req, timeout))
+    })
+    .join()
+    .map_err(|_| ToolError::failed(tool, "the request thread panicked"))?
+}
+
+/// Sends `req` and parses a JSON answer; a non-2xx status is an error carrying the API's own
+/// message when it gives one.
+pub(super) fn json(
+    tool: &'static str,
+    req: Request,
+    deadline: Instant,
+) -> Result<Value, ToolError> {
+    let shown = redacted(&req.url);
+    let resp = send(tool, req, deadline)?;
+    if !(200..300).contains(&resp.status) {
+        return Err(status_error(tool, &shown, &resp));
+    }
+    serde_json::from_slice(&resp.body).map_err(|e| ToolError::Failed {
+        tool: tool.into(),
+        message: format!("{shown}: the answer is not JSON: {e}"),
+        hint: Some("check that the configured URL is the API endpoint".into()),
+    })
+}
+
+/// The error for a non-2xx answer.
+pub(super) fn status_error(tool: &str, shown: &str, resp: &Response) -> ToolError {
+    let detail = serde_json::from_slice::<Value>(&resp.body)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            e.get("message")
+                .and_then(Value::as_str)
+                .or_else(|| e.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(&resp.body);
+            text.chars().take(300).collect()
+        });
+    let hint = match resp.status {
+        401 | 403 => "check the API key in [peer.backends]",
+        404 => "check the base URL and the model name in [peer.backends]",
+        413 => "the input is too large for this endpoint",
+        429 => "rate limited; retry later",
+        500..=599 => "the service failed; retry later",
+        _ => "check the arguments and the [peer.backends] settings",
+    };
+    ToolError::Failed {
+        tool: tool.into(),
+        message: format!("{shown} answered {}: {}", resp.status, detail.trim()),
+        hint: Some(hint.into()),
+    }
+}
+
+/// An HTTP client for one backend call: the whole-request timeout, a bounded connect timeout,
+/// rustls on ring.
+pub(super) fn client(
+    tool: &str,
+    timeout: Duration,
+    user_agent: String,
+) -> Result<reqwest::Client, ToolError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .user_agent(user_agent)
+        .build()
+        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))
+}
+
+/// A transport failure (timeout, refused connection, …) as the error the model sees.
+pub(super) fn transport_error(
+    tool: &str,
+    shown: &str,
+    timeout: Duration,
+    e: reqwest::Error,
+    connect_hint: &str,
+    other_hint: &str,
+) -> ToolError {
+    let (message, hint) = if e.is_timeout() {
+        (
+            format!("{shown}: timed out after {:.1}s", timeout.as_secs_f64()),
+            "retry later or with a longer deadline",
+        )
+    } else if e.is_connect() {
+        (format!("{shown}: could not connect: {e}"), connect_hint)
+    } else {
+        (format!("{shown}: {e}"), other_hint)
+    };
+    ToolError::Failed {
+        tool: tool.into(),
+        message,
+        hint: Some(hint.into()),
+    }
+}
+
+/// The URL without its query (which may carry a key) for messages.
+fn redacted(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    u.set_query(None);
+    u.to_string()
+}
+
+async fn send_async(
+    tool: &'static str,
+    req: Request,
+    timeout: Duration,
+) -> Result<Response, ToolError> {
+    let client = client(
+        tool,
+        timeout,
+        format!("covo-peer/{}", env!("CARGO_PKG_VERSION")),
+    )?;
+    let shown = redacted(&req.url);
+    let transport = |e: reqwest::Error| {
+        transport_error(
+            tool,
+            &shown,
+            timeout,
+            e,
+            "check the URL in [peer.backends] and that the service is up",
+            "check the URL in [peer.backends]",
+        )
+    };
+    let mut builder = client.request(req.method, req.url);
+    for (k, v) in &req.headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    if let Some(body) = req.body {
+        builder = builder.body(body);
+    }
+    let mut resp = builder.send().await.map_err(transport)?;
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+        if body.len() + chunk.len() > req.max_bytes {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: format!("{shown}: the answer is larger than {} bytes", req.max_bytes),
+                hint: Some("ask for a smaller result".into()),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Response {
+        status,
+        content_type,
+        body,
+    })
+}

@@ -1,0 +1,17 @@
+//! covo's cloud peer: the process that runs `runs = "peer"` tools for gateways over MQTT.
+//!
+//! # Layout
+//! - `server`: births and Wills, the shared request group, dedup by call id (through
+//!   `covo_wire`, the contract the gateway speaks too).
+//! - `backends`: the peer-side tools (web, media, code, plots, semantic memory, the code graph,
+//!   `test_generate` and sub-agents on the peer's own model).
+//! - `config`: `[peer]` of `covo.toml`.
+//!
+//! The gateway never depends on this crate: none of these backends is linked into the `covo`
+//! binary that runs on a board.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod backends;
+pub mod config;
+pub mod server;

@@ -1,0 +1,61 @@
+//! `covo-peer`: serves the cloud tools (`runs = "peer"`) to gateways over MQTT.
+
+use anyhow::Context;
+use clap::Parser;
+use covo::config::Config;
+use covo_peer::backends::Backends;
+use covo_peer::config::PeerConfig;
+use covo_peer::server::{PeerServer, ServerOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// covo's cloud peer: runs web, media, code and sub-agent tools for gateways over MQTT.
+#[derive(Parser, Debug)]
+#[command(name = "covo-peer", version)]
+struct Cli {
+    /// The configuration file (default `$COVO_CONFIG`, then `./covo.toml`). The peer reads
+    /// `[mqtt]`, `[llm]` and `[peer]`.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COVO_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("covo-peer: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let config = Config::load(cli.config.as_deref())?;
+    let peer = PeerConfig::from_config(&config)?;
+    let opts = ServerOptions::from_config(&config, &peer);
+    // The peer's own model, from its `[llm]` and `COVO_LLM_*`, serves test_generate and the
+    // sub-agents; without one those tools are not advertised.
+    let model = Backends::model_from_config(&config, &|k| std::env::var(k).ok());
+    let backends = Backends::for_peer(&config, &peer, model);
+    let tools = backends.tools();
+    eprintln!(
+        "covo-peer '{}' on {} serving {} tool(s): {}",
+        opts.id,
+        opts.url,
+        tools.len(),
+        tools.join(", ")
+    );
+    let server = PeerServer::start(&opts, std::sync::Arc::new(backends))
+        .map_err(anyhow::Error::msg)
+        .context("cannot start the peer")?;
+    server.wait();
+    Ok(ExitCode::SUCCESS)
+}

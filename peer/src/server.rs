@@ -1,0 +1,237 @@
+//! `covo-peer`: the cloud side. It announces itself with a retained birth (the tools its backends
+//! serve) and a retained `offline` Will, joins the shared request group so each request reaches
+//! one peer, runs each tool on a blocking thread with the request's deadline, and answers on the
+//! request's response topic with its correlation data.
+//!
+//! QoS 1 may deliver a request twice: requests are admitted through `covo_wire::dedup`, so a
+//! duplicate of a finished call gets the kept response again, a duplicate of a running call is
+//! dropped (its answer is on the way), and a tool never runs twice.
+
+use crate::backends::Backends;
+use covo_core::error::ToolError;
+use covo_wire::dedup::{Admit, Dedup};
+pub use covo_wire::host::ToolHost;
+use covo_wire::mqtt::{options, spawn_driver, status_will, BrokerAuth, Handler, Stop};
+use covo_wire::protocol::{self, Response, Status, Topics};
+use rumqttc::v5::mqttbytes::v5::Publish;
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::AsyncClient;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+impl ToolHost for Backends {
+    fn tools(&self) -> Vec<String> {
+        Backends::tools(self)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn call(&self, tool: &str, args: Value, deadline: Instant) -> Result<Value, ToolError> {
+        Backends::call(self, tool, args, deadline)
+    }
+}
+
+/// Where and as whom a peer connects.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Broker URL.
+    pub url: String,
+    /// Peer id (topic level).
+    pub id: String,
+    /// Topic prefix.
+    pub prefix: String,
+    /// Credentials and TLS files.
+    pub auth: BrokerAuth,
+}
+
+impl ServerOptions {
+    /// From `[mqtt]` (url, prefix) and `[peer]` (id).
+    pub fn from_config(cfg: &covo::config::Config, peer: &crate::config::PeerConfig) -> Self {
+        let mqtt = cfg.mqtt.clone().unwrap_or_default();
+        ServerOptions {
+            url: mqtt.url(),
+            id: peer
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("peer-{}", covo::config::host_name())),
+            prefix: mqtt.prefix(),
+            auth: mqtt.auth(),
+        }
+    }
+}
+
+struct PeerHandler {
+    host: Arc<dyn ToolHost>,
+    topics: Topics,
+    id: String,
+    dedup: Arc<Mutex<Dedup>>,
+    executed: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Answers on `topic` with `body` (a serialized response to `call_id`). On the poll task
+/// (`may_wait` false) a full queue drops the answer; on a worker thread it waits for room, so
+/// a large chunked answer goes out whole.
+fn reply(
+    client: &AsyncClient,
+    topic: String,
+    correlation: Option<bytes::Bytes>,
+    call_id: &str,
+    body: &[u8],
+    may_wait: bool,
+) {
+    if let Err(e) = covo_wire::mqtt::publish_response(client, &topic, correlation, body, may_wait) {
+        tracing::warn!(error = %e, call_id, "cannot send a peer response");
+    }
+}
+
+impl Handler for PeerHandler {
+    fn connected(&mut self, client: &AsyncClient) {
+        if let Err(e) = client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
+            tracing::warn!(error = %e, "peer subscribe failed");
+        }
+        let birth = serde_json::to_vec(&Status::online(self.host.tools())).unwrap_or_default();
+        let _ = client.try_publish(
+            self.topics.peer_status(&self.id),
+            QoS::AtLeastOnce,
+            true,
+            birth,
+        );
+    }
+
+    fn publish(&mut self, client: &AsyncClient, p: Publish) {
+        let topic = String::from_utf8_lossy(&p.topic).into_owned();
+        let Some(gateway) = self.topics.gateway_of_request(&topic).map(str::to_string) else {
+            return;
+        };
+        let props = p.properties.clone().unwrap_or_default();
+        let res_topic = props
+            .response_topic
+            .clone()
+            .unwrap_or_else(|| self.topics.response(&gateway));
+        let correlation = props.correlation_data.clone();
+        let admit = self
+            .dedup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .admit_request(&p.payload, correlation.as_deref());
+        let req = match admit {
+            Admit::Run(req) => req,
+            Admit::Answer(r) => {
+                // A kept answer goes back with the call id as correlation data if none came.
+                let correlation = correlation.or_else(|| {
+                    (!r.call_id.is_empty()).then(|| bytes::Bytes::from(r.call_id.clone()))
+                });
+                let body = serde_json::to_vec(&r).unwrap_or_default();
+                return reply(client, res_topic, correlation, &r.call_id, &body, false);
+            }
+            Admit::Drop => return,
+        };
+        let correlation =
+            correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
+        let host = self.host.clone();
+        let dedup = self.dedup.clone();
+        let executed = self.executed.clone();
+        let client = client.clone();
+        let ms = if req.deadline_ms == 0 {
+            30_000
+        } else {
+            req.deadline_ms
+        };
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        tokio::task::spawn_blocking(move || {
+            let resp = if !host.tools().contains(&req.tool) {
+                Response::err(
+                    &req.call_id,
+                    "unknown_tool",
+                    format!("this peer does not serve '{}'", req.tool),
+                )
+            } else {
+                executed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match host.call(&req.tool, req.args, deadline) {
+                    Ok(v) => Response::ok(&req.call_id, v),
+                    Err(e) => Response::tool_error(&req.call_id, &e),
+                }
+            };
+            let body = serde_json::to_vec(&resp).unwrap_or_default();
+            dedup
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish(&req.call_id, &resp, body.len());
+            reply(&client, res_topic, correlation, &req.call_id, &body, true);
+        });
+    }
+}
+
+/// A running peer.
+pub struct PeerServer {
+    stop: Option<tokio::sync::oneshot::Sender<Stop>>,
+    thread: Option<JoinHandle<()>>,
+    executed: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl PeerServer {
+    /// Connects and serves `host`'s tools in the background.
+    pub fn start(opts: &ServerOptions, host: Arc<dyn ToolHost>) -> Result<PeerServer, String> {
+        let topics = Topics::new(&opts.prefix);
+        let status = topics.peer_status(&opts.id);
+        let client_id = format!("covo-peer-{}-{}", opts.id, &protocol::new_call_id()[..8]);
+        let o = options(&opts.url, &opts.auth, &client_id, status_will(&status))?;
+        let (client, eventloop) = AsyncClient::new(o, covo_wire::mqtt::QUEUE);
+        let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let handler = PeerHandler {
+            host,
+            topics,
+            id: opts.id.clone(),
+            dedup: Arc::new(Mutex::new(Dedup::default())),
+            executed: executed.clone(),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = spawn_driver("covo-peer", client, eventloop, handler, status, rx)
+            .map_err(|e| e.to_string())?;
+        Ok(PeerServer {
+            stop: Some(tx),
+            thread: Some(thread),
+            executed,
+        })
+    }
+
+    /// How many tool executions this peer has started.
+    pub fn executed(&self) -> u64 {
+        self.executed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Blocks until the peer stops (it runs until the process ends).
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Publishes `offline` and disconnects.
+    pub fn shutdown(mut self) {
+        self.end(Stop::Graceful);
+    }
+
+    /// Drops the connection without a DISCONNECT, as a crash would: the broker sends the Will.
+    pub fn crash(mut self) {
+        self.end(Stop::Crash);
+    }
+
+    fn end(&mut self, how: Stop) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(how);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for PeerServer {
+    fn drop(&mut self) {
+        self.end(Stop::Graceful);
+    }
+}

@@ -1,0 +1,31 @@
+//! The workspace's binaries, for tests in a package that does not build them: the peer's
+//! end-to-end tests run the gateway's `covo` next to their own `covo-peer`.
+//!
+//! `cargo test --workspace` builds every binary before it runs any test. A test run of one
+//! package (`cargo test -p covo-peer`) does not build the others: then this fails loudly with
+//! the command that does, never running a stale or missing binary silently.
+
+use std::path::PathBuf;
+
+/// The path of workspace binary `name` in the same target profile as the running test.
+pub fn path(name: &str) -> PathBuf {
+    // A test runs as target/<profile>/deps/<test>-<hash>; binaries sit in target/<profile>.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join(name);
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first with `cargo build --bin {name}` \
+         (`cargo test --workspace` builds every binary)",
+        bin.display()
+    );
+    bin
+}
+
+/// The gateway binary, `covo`.
+pub fn covo() -> PathBuf {
+    path("covo")
+}

@@ -1,0 +1,595 @@
+//! The MQTT transport both sides share: rumqttc's v5 client, TCP_NODELAY, optional
+//! username/password and TLS (`mqtts://`, rustls on ring, the system roots or a CA file, optional
+//! client certificate), a 1 MiB packet limit, a bounded request queue, and an event loop driven
+//! on its own thread with its own small tokio runtime. rumqttc neither backs off nor resubscribes,
+//! so the driver here does both: exponential backoff with jitter between failed connection
+//! attempts, and every `ConnAck` calls the handler, which resubscribes and republishes its birth.
+//! Nothing ever `.await`s a publish on the task that polls the event loop (that deadlocks once
+//! the queue is full): the poll task only uses `try_*`, other threads may block.
+//!
+//! Responses larger than [`CHUNK`] cross as numbered chunks ([`publish_response`], [`Partial`]).
+
+use crate::protocol::Status;
+use bytes::Bytes;
+use rumqttc::v5::mqttbytes::v5::{LastWill, Packet, Publish, PublishProperties};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
+use rumqttc::NetworkOptions;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The largest packet either side sends or accepts (rumqttc's default is 10 KiB).
+pub const MAX_PACKET: u32 = 1024 * 1024;
+/// How many requests may wait in the client's queue before a call is refused.
+pub const QUEUE: usize = 64;
+/// Responses longer than this travel as several messages (see [`publish_response`]).
+pub const CHUNK: usize = 512 * 1024;
+/// The most chunks one response may have (64 MiB at [`CHUNK`] bytes each).
+pub const MAX_CHUNKS: usize = 128;
+/// The user property that marks a chunk: `"i/n"`, 1-based.
+pub const CHUNK_PROPERTY: &str = "covo-chunk";
+
+/// Publishes a response body with its correlation data: in one message when it fits in
+/// [`CHUNK`] bytes, else as numbered chunks (user property `covo-chunk: i/n`) that the
+/// receiver joins in order of `i`. `may_wait`: when the client's queue is full, wait for room
+/// (only off the poll task); otherwise give up at once.
+pub fn publish_response(
+    client: &AsyncClient,
+    topic: &str,
+    correlation: Option<Bytes>,
+    body: &[u8],
+    may_wait: bool,
+) -> Result<(), String> {
+    let chunks: Vec<&[u8]> = if body.len() <= CHUNK {
+        vec![body]
+    } else {
+        body.chunks(CHUNK).collect()
+    };
+    let n = chunks.len();
+    if n > MAX_CHUNKS {
+        return Err(format!(
+            "the response is {} bytes, over the {} MiB limit",
+            body.len(),
+            MAX_CHUNKS * CHUNK / (1024 * 1024)
+        ));
+    }
+    for (i, c) in chunks.iter().enumerate() {
+        let mut props = PublishProperties {
+            correlation_data: correlation.clone(),
+            content_type: Some("application/json".into()),
+            ..Default::default()
+        };
+        if n > 1 {
+            props
+                .user_properties
+                .push((CHUNK_PROPERTY.into(), format!("{}/{n}", i + 1)));
+        }
+        let mut waited = Duration::ZERO;
+        loop {
+            match client.try_publish_with_properties(
+                topic,
+                QoS::AtLeastOnce,
+                false,
+                c.to_vec(),
+                props.clone(),
+            ) {
+                Ok(()) => break,
+                Err(_) if may_wait && waited < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    waited += Duration::from_millis(5);
+                }
+                Err(e) => return Err(format!("cannot queue the response: {e}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Chunks of responses still being received, by call id: (n, the chunks so far). Bounded: at
+/// most [`MAX_PARTIAL`] calls at once; the oldest is dropped first.
+#[derive(Default)]
+pub struct Partial {
+    calls: HashMap<String, (usize, Vec<Option<Bytes>>)>,
+    /// Call ids in the order their first chunk arrived, for eviction.
+    order: VecDeque<String>,
+}
+
+/// The most responses being reassembled at once: a peer that dies mid-response (or a stray
+/// chunk) leaves at most this many partial bodies behind, never an ever-growing map.
+pub const MAX_PARTIAL: usize = 16;
+
+impl Partial {
+    /// Adds chunk `spec` (`"i/n"`) of call `id`; the whole body once every chunk is in.
+    pub fn add(&mut self, id: &str, spec: &str, data: Bytes) -> Option<Vec<u8>> {
+        let (i, n) = spec.split_once('/')?;
+        let (i, n) = (i.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
+        if n == 0 || n > MAX_CHUNKS || i == 0 || i > n {
+            return None;
+        }
+        if !self.calls.contains_key(id) {
+            while self.calls.len() >= MAX_PARTIAL {
+                let Some(old) = self.order.pop_front() else {
+                    break;
+                };
+                self.calls.remove(&old);
+            }
+            self.order.push_back(id.to_string());
+        }
+        let entry = self
+            .calls
+            .entry(id.to_string())
+            .or_insert_with(|| (n, vec![None; n]));
+        if entry.0 != n {
+            self.forget(id);
+            return None;
+        }
+        entry.1[i - 1] = Some(data);
+        if entry.1.iter().any(Option::is_none) {
+            return None;
+        }
+        let (_, parts) = self.calls.remove(id)?;
+        self.order.retain(|o| o != id);
+        Some(
+            parts
+                .into_iter()
+                .flatten()
+                .flat_map(|b| b.to_vec())
+                .collect(),
+        )
+    }
+}
+
+impl Partial {
+    fn forget(&mut self, id: &str) {
+        self.calls.remove(id);
+        self.order.retain(|o| o != id);
+    }
+
+    /// Keeps only the partial responses whose call id `keep` accepts (calls still waiting).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.calls.retain(|k, _| keep(k));
+        let calls = &self.calls;
+        self.order.retain(|o| calls.contains_key(o));
+    }
+
+    /// How many responses are partly received.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether no response is partly received.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+/// At most this many QoS 1 publishes await their PUBACK. rumqttc's default is 65535, for which
+/// it preallocates a slot table of ~14 MiB per client — more than the rest of `covo run`.
+pub const MAX_INFLIGHT: u16 = 256;
+/// The default time a peer call waits for its answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A broker address: host, port, and whether it speaks TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerAddr {
+    /// Host name or IP.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// `mqtts://` (or `ssl://`).
+    pub tls: bool,
+}
+
+/// `mqtt://HOST:PORT` (or `tcp://`, or bare `HOST:PORT`; default port 1883) or
+/// `mqtts://HOST:PORT` (or `ssl://`; default port 8883).
+pub fn parse_url(url: &str) -> Result<BrokerAddr, String> {
+    let (rest, tls) = if let Some(r) = url
+        .strip_prefix("mqtts://")
+        .or_else(|| url.strip_prefix("ssl://"))
+    {
+        (r, true)
+    } else {
+        (
+            url.strip_prefix("mqtt://")
+                .or_else(|| url.strip_prefix("tcp://"))
+                .unwrap_or(url),
+            false,
+        )
+    };
+    if rest.contains("://") {
+        return Err(format!("{url}: unknown scheme; use mqtt:// or mqtts://"));
+    }
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| format!("{url}: bad port '{p}'"))?,
+        ),
+        None => (rest, if tls { 8883 } else { 1883 }),
+    };
+    if host.is_empty() {
+        return Err(format!("{url}: no host"));
+    }
+    Ok(BrokerAddr {
+        host: host.to_string(),
+        port,
+        tls,
+    })
+}
+
+/// Credentials and TLS files for the broker (`[mqtt]` username, password, ca_file, …).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrokerAuth {
+    /// User name (MQTT CONNECT).
+    pub username: Option<String>,
+    /// Password (MQTT CONNECT); needs `username`.
+    pub password: Option<String>,
+    /// PEM CA file that signed the broker's certificate (TLS); default: the system roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// PEM client certificate chain (TLS).
+    pub client_cert_file: Option<std::path::PathBuf>,
+    /// PEM private key of the client certificate (TLS).
+    pub client_key_file: Option<std::path::PathBuf>,
+}
+
+/// The rustls client configuration for `mqtts://`: ring, the CA file or the system roots,
+/// and the client certificate when both its files are given.
+fn tls_config(auth: &BrokerAuth) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let mut roots = rustls::RootCertStore::empty();
+    match &auth.ca_file {
+        Some(path) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect())
+                .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "ca_file {}: no PEM certificate in it",
+                    path.display()
+                ));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            for c in found.certs {
+                let _ = roots.add(c);
+            }
+            if roots.is_empty() {
+                return Err(
+                    "no trusted root certificates on this system; set [mqtt] ca_file".into(),
+                );
+            }
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots);
+    match (&auth.client_cert_file, &auth.client_key_file) {
+        (Some(cert), Some(key)) => {
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .and_then(|it| it.collect())
+                .map_err(|e| format!("client_cert_file {}: {e}", cert.display()))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("client_key_file {}: {e}", key.display()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("client certificate: {e}"))
+        }
+        (None, None) => Ok(builder.with_no_client_auth()),
+        _ => Err("client_cert_file and client_key_file go together".into()),
+    }
+}
+
+/// Client options shared by both sides: NODELAY, credentials, TLS, packet size, queue, Will.
+pub fn options(
+    url: &str,
+    auth: &BrokerAuth,
+    client_id: &str,
+    will: LastWill,
+) -> Result<MqttOptions, String> {
+    let addr = parse_url(url)?;
+    let mut o = MqttOptions::new(client_id, addr.host, addr.port);
+    if addr.tls {
+        o.set_transport(rumqttc::Transport::tls_with_config(
+            rumqttc::TlsConfiguration::Rustls(Arc::new(tls_config(auth)?)),
+        ));
+    } else if auth.ca_file.is_some() || auth.client_cert_file.is_some() {
+        return Err(format!(
+            "{url}: TLS files are set but the URL is not mqtts://"
+        ));
+    }
+    match (&auth.username, &auth.password) {
+        (Some(u), p) => {
+            o.set_credentials(u.clone(), p.clone().unwrap_or_default());
+        }
+        (None, Some(_)) => return Err("[mqtt] password is set without a username".into()),
+        (None, None) => {}
+    }
+    o.set_keep_alive(Duration::from_secs(15))
+        .set_clean_start(true)
+        .set_max_packet_size(Some(MAX_PACKET))
+        .set_request_channel_capacity(QUEUE)
+        .set_outgoing_inflight_upper_limit(MAX_INFLIGHT)
+        .set_connection_timeout(5)
+        .set_last_will(will);
+    let mut net = NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    net.set_connection_timeout(5);
+    o.set_network_options(net);
+    Ok(o)
+}
+
+/// A retained status message, QoS 1.
+pub fn status_will(topic: &str) -> LastWill {
+    let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
+    LastWill::new(topic, body, QoS::AtLeastOnce, true, None)
+}
+
+/// What the driver tells its owner. Called on the poll task: never block, only `try_*`.
+pub trait Handler: Send + 'static {
+    /// A `ConnAck`: (re)subscribe and publish the birth.
+    fn connected(&mut self, client: &AsyncClient);
+    /// A `SubAck`.
+    fn subscribed(&mut self, _client: &AsyncClient) {}
+    /// An incoming publish.
+    fn publish(&mut self, client: &AsyncClient, p: Publish);
+    /// The connection dropped (or failed to come up), with rumqttc's reason.
+    fn disconnected(&mut self, _reason: &str) {}
+}
+
+/// How the driver thread should end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Publish `offline` on the status topic, then DISCONNECT.
+    Graceful,
+    /// Drop the socket without DISCONNECT, as a crash would: the broker publishes the Will.
+    Crash,
+}
+
+/// The exponential backoff with full-range jitter after `failures` failed attempts:
+/// 100 ms, 200 ms, … capped at 10 s, each scaled by a random factor in [0.5, 1].
+pub fn backoff(failures: u32) -> Duration {
+    let base = 100u64.saturating_mul(1 << failures.saturating_sub(1).min(7));
+    let capped = base.min(10_000);
+    let jittered = capped / 2 + fastrand::u64(0..=capped / 2);
+    Duration::from_millis(jittered)
+}
+
+/// Runs the event loop on a dedicated thread with a current-thread tokio runtime.
+pub fn spawn_driver<H: Handler>(
+    name: &str,
+    client: AsyncClient,
+    mut eventloop: EventLoop,
+    mut handler: H,
+    status_topic: String,
+    stop_rx: tokio::sync::oneshot::Receiver<Stop>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot start the MQTT runtime");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let mut stop_rx = stop_rx;
+                let mut failures = 0u32;
+                let how = loop {
+                    tokio::select! {
+                        s = &mut stop_rx => break s.unwrap_or(Stop::Graceful),
+                        ev = eventloop.poll() => match ev {
+                            Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                                failures = 0;
+                                handler.connected(&client);
+                            }
+                            Ok(Event::Incoming(Packet::SubAck(_))) => handler.subscribed(&client),
+                            Ok(Event::Incoming(Packet::Publish(p))) => handler.publish(&client, p),
+                            Ok(_) => {}
+                            Err(e) => {
+                                handler.disconnected(&describe(&e));
+                                failures = failures.saturating_add(1);
+                                let wait = backoff(failures);
+                                tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "MQTT connection lost");
+                                tokio::select! {
+                                    s = &mut stop_rx => break s.unwrap_or(Stop::Graceful),
+                                    _ = tokio::time::sleep(wait) => {}
+                                }
+                            }
+                        }
+                    }
+                };
+                if how == Stop::Graceful {
+                    let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
+                    let _ = client.try_publish(status_topic, QoS::AtLeastOnce, true, body);
+                    let _ = client.try_disconnect();
+                    // Flush the two: poll until the DISCONNECT is out or a second passes.
+                    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                        loop {
+                            match eventloop.poll().await {
+                                Ok(Event::Outgoing(rumqttc::Outgoing::Disconnect)) | Err(_) => break,
+                                Ok(_) => {}
+                            }
+                        }
+                    })
+                    .await;
+                }
+            });
+        })
+}
+
+/// Whether the MQTT topic filter `filter` (with `+` and `#`) matches `topic`.
+pub fn topic_matches(filter: &str, topic: &str) -> bool {
+    let mut f = filter.split('/');
+    let mut t = topic.split('/');
+    // `$`-topics are not matched by filters starting with a wildcard.
+    if topic.starts_with('$') && (filter.starts_with('+') || filter.starts_with('#')) {
+        return false;
+    }
+    loop {
+        match (f.next(), t.next()) {
+            (Some("#"), _) => return true,
+            (Some("+"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// rumqttc's connection error in words a user can act on.
+pub fn describe(e: &rumqttc::v5::ConnectionError) -> String {
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
+    use rumqttc::v5::ConnectionError as E;
+    match e {
+        E::ConnectionRefused(Code::BadUserNamePassword) => {
+            "the broker refused the user name or password ([mqtt] username, password or $COVO_MQTT_PASSWORD)".into()
+        }
+        // mosquitto answers a wrong password with this code too.
+        E::ConnectionRefused(Code::NotAuthorized) => {
+            "the broker refused this client: wrong or missing user name or password ([mqtt] username, password or $COVO_MQTT_PASSWORD), or not allowed".into()
+        }
+        E::ConnectionRefused(code) => format!("the broker refused the connection: {code:?}"),
+        E::Tls(t) => format!("TLS failed: {t} (check the URL's host and [mqtt] ca_file)"),
+        other => other.to_string(),
+    }
+}
+
+/// Publishes a retained `online` birth listing `tools` (never blocks).
+pub fn publish_birth(client: &AsyncClient, topic: &str, tools: Vec<String>) {
+    let birth = serde_json::to_vec(&Status::online(tools)).unwrap_or_default();
+    let _ = client.try_publish(topic, QoS::AtLeastOnce, true, birth);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_their_default_ports() {
+        let a = |h: &str, port, tls| BrokerAddr {
+            host: h.into(),
+            port,
+            tls,
+        };
+        assert_eq!(
+            parse_url("mqtt://127.0.0.1:1884").unwrap(),
+            a("127.0.0.1", 1884, false)
+        );
+        assert_eq!(parse_url("broker").unwrap(), a("broker", 1883, false));
+        assert_eq!(parse_url("mqtts://x").unwrap(), a("x", 8883, true));
+        assert_eq!(parse_url("ssl://x:9000").unwrap(), a("x", 9000, true));
+        assert!(parse_url("mqtt://:1").is_err());
+        assert!(parse_url("ws://x:1").is_err());
+    }
+
+    #[test]
+    fn auth_and_tls_settings_are_checked() {
+        let will = || status_will("t");
+        let none = BrokerAuth::default();
+        assert!(options("mqtt://h", &none, "c", will()).is_ok());
+        let pw_only = BrokerAuth {
+            password: Some("x".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtt://h", &pw_only, "c", will())
+            .unwrap_err()
+            .contains("without a username"));
+        let ca = BrokerAuth {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtt://h", &ca, "c", will())
+            .unwrap_err()
+            .contains("not mqtts://"));
+        assert!(options("mqtts://h", &ca, "c", will())
+            .unwrap_err()
+            .contains("/nonexistent/ca.pem"));
+        let half = BrokerAuth {
+            client_cert_file: Some("/x.pem".into()),
+            ..Default::default()
+        };
+        assert!(options("mqtts://h", &half, "c", will())
+            .unwrap_err()
+            .contains("go together"));
+    }
+
+    #[test]
+    fn topic_filters_match_like_mqtt() {
+        assert!(topic_matches("greenhouse/#", "greenhouse/a/b"));
+        assert!(topic_matches("greenhouse/#", "greenhouse"));
+        assert!(topic_matches("a/+/c", "a/b/c"));
+        assert!(!topic_matches("a/+/c", "a/b/d"));
+        assert!(!topic_matches("a/+", "a/b/c"));
+        assert!(topic_matches("a/b", "a/b"));
+        assert!(!topic_matches("#", "$SYS/x"));
+        assert!(!topic_matches("greenhouse/#", "garage/x"));
+    }
+
+    #[test]
+    fn chunks_join_in_index_order_and_bad_ones_are_refused() {
+        let mut p = Partial::default();
+        assert_eq!(p.add("c", "2/3", Bytes::from_static(b"bb")), None);
+        assert_eq!(p.add("c", "3/3", Bytes::from_static(b"c")), None);
+        assert_eq!(
+            p.add("c", "1/3", Bytes::from_static(b"a")),
+            Some(b"abbc".to_vec())
+        );
+        assert!(p.calls.is_empty());
+        for bad in ["0/2", "3/2", "1/0", "x/2", "1", "1/999"] {
+            assert_eq!(p.add("d", bad, Bytes::from_static(b"z")), None, "{bad}");
+        }
+        // A chunk that disagrees about the count drops what was gathered.
+        assert_eq!(p.add("e", "1/2", Bytes::from_static(b"a")), None);
+        assert_eq!(p.add("e", "2/3", Bytes::from_static(b"b")), None);
+        assert!(!p.calls.contains_key("e"));
+    }
+
+    #[test]
+    fn partial_responses_are_bounded_and_the_oldest_goes_first() {
+        let mut p = Partial::default();
+        for i in 0..(MAX_PARTIAL * 4) {
+            assert_eq!(
+                p.add(&format!("c{i}"), "1/2", Bytes::from_static(b"a")),
+                None
+            );
+            assert!(p.len() <= MAX_PARTIAL, "{}", p.len());
+        }
+        assert_eq!(p.len(), MAX_PARTIAL);
+        assert_eq!(p.order.len(), MAX_PARTIAL);
+        // The newest are kept and complete; the oldest was dropped and starts over.
+        let last = format!("c{}", MAX_PARTIAL * 4 - 1);
+        assert_eq!(
+            p.add(&last, "2/2", Bytes::from_static(b"b")),
+            Some(b"ab".to_vec())
+        );
+        assert_eq!(p.add("c0", "2/2", Bytes::from_static(b"b")), None);
+        assert_eq!(p.order.len(), p.len());
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered() {
+        for n in 1..40 {
+            let d = backoff(n).as_millis() as u64;
+            let base = (100u64 << (n - 1).min(7)).min(10_000);
+            assert!(d >= base / 2 && d <= base, "{n}: {d}");
+        }
+    }
+}
