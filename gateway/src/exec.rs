@@ -4,16 +4,16 @@
 //! implements, so this module and everything that uses it sit below the runtime.
 
 use crate::config::Config;
-use crate::discovery::SearchIndex;
+use covo_core::discovery::SearchIndex;
 use crate::error::{CallError, ToolError};
 use crate::hardware::Board;
 use crate::link::PeerLink;
-use crate::plan::{Plan, Selection};
+use covo_core::plan::{Plan, Selection};
 use crate::policy::Via;
-use crate::profile::Owned;
-use crate::spec::{Availability, ToolSpec};
+use covo_core::profile::Owned;
+use covo_core::spec::{Availability, ToolSpec};
 use crate::store::{Store, StoreError};
-use crate::toolset::ToolsetError;
+use covo_core::toolset::ToolsetError;
 use covo_hal_tools::hw::Hardware;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -13,10 +13,10 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::{Services, Session};
-use crate::plan::{Plan, Selection};
+use covo_core::plan::{Plan, Selection};
 pub use crate::policy::ToolInvocation;
 use crate::policy::{is, Approver, Policy};
-use crate::spec::{Effect, ToolSpec};
+use covo_core::spec::{Effect, ToolSpec};
 use covo_core::catalog;
 use serde_json::Value;
 

@@ -8,7 +8,7 @@
 //! ([`Access`], computed by the tool's own access function beside its executor).
 
 use crate::hardware::{Access, Board};
-use crate::spec::{Effect, ToolSpec};
+use covo_core::spec::{Effect, ToolSpec};
 use covo_core::catalog;
 use serde_json::Value;
 use std::sync::Arc;

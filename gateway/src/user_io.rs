@@ -1,7 +1,7 @@
 //! The terminal as the user's channel: messages go to stderr (stdout is kept for results),
 //! questions are read from stdin.
 
-use crate::runtime::UserIo;
+use crate::exec::UserIo;
 use std::io::{BufRead, Write};
 
 /// The local terminal: channel `cli`.

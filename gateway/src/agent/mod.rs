@@ -13,7 +13,7 @@ use crate::exec::Session;
 use crate::hooks::ModelReply;
 use crate::llm::{ChatModel, ChatRequest, Message, ToolCall, Usage};
 use crate::runtime::{Runtime, Via};
-use crate::spec::Effect;
+use covo_core::spec::Effect;
 pub use core::{Action, Outcome, ToolResult, Turn};
 use serde_json::Value;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! streamed events. Pure functions over JSON; no I/O.
 
 use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Usage};
-use crate::plan::{render, Format};
+use covo_core::plan::{render, Format};
 use serde_json::{json, Value};
 
 /// Tool-use `input` must be an object: arguments that are not a JSON object are sent back as

@@ -9,7 +9,7 @@ pub mod openai;
 
 use crate::config::LlmConfig;
 pub use crate::config::ProviderKind;
-use crate::spec::ToolSpec;
+use covo_core::spec::ToolSpec;
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::future::Future;
