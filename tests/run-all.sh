@@ -21,7 +21,7 @@ rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
 # qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
 # the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
 # certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
-# (SQLite, ring, tree-sitter) of the edge build.
+# (SQLite, ring) of the edge build.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
@@ -39,8 +39,8 @@ done
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
-echo "== clippy (covo-gateway without default features)"
-cargo clippy -p covo-gateway --no-default-features --all-targets -- -D warnings
+echo "== clippy (covo-peer without default features: no code graph)"
+cargo clippy -p covo-peer --no-default-features --all-targets -- -D warnings
 echo "== firmware"
 (cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)
 (cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)

@@ -324,7 +324,7 @@ fn switch(rt: &Runtime, l: &PeerLink, ha: &crate::ha::HaTopics, device: &str, pa
     match rt.call(
         &session,
         crate::runtime::Via::Mqtt,
-        "gpio_write",
+        covo_core::catalog::gpio::GPIO_WRITE.name,
         json!({"pin": device, "level": level}),
     ) {
         Ok(_) => {

@@ -4,15 +4,15 @@
 //! implements, so this module and everything that uses it sit below the runtime.
 
 use crate::config::Config;
-use covo_core::discovery::SearchIndex;
 use crate::error::{CallError, ToolError};
 use crate::hardware::Board;
 use crate::link::PeerLink;
-use covo_core::plan::{Plan, Selection};
 use crate::policy::Via;
+use crate::store::{Store, StoreError};
+use covo_core::discovery::SearchIndex;
+use covo_core::plan::{Plan, Selection};
 use covo_core::profile::Owned;
 use covo_core::spec::{Availability, ToolSpec};
-use crate::store::{Store, StoreError};
 use covo_core::toolset::ToolsetError;
 use covo_hal_tools::hw::Hardware;
 use serde::de::DeserializeOwned;

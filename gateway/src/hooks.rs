@@ -13,11 +13,11 @@
 
 use crate::error::{CallError, ToolError};
 use crate::exec::{Services, Session};
-use covo_core::plan::{Plan, Selection};
 pub use crate::policy::ToolInvocation;
 use crate::policy::{is, Approver, Policy};
-use covo_core::spec::{Effect, ToolSpec};
 use covo_core::catalog;
+use covo_core::plan::{Plan, Selection};
+use covo_core::spec::{Effect, ToolSpec};
 use serde_json::Value;
 
 /// What a hook sees of the call it runs around.

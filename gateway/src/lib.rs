@@ -35,6 +35,7 @@ pub mod hardware;
 pub mod hooks;
 pub mod link;
 pub mod llm;
+pub mod logging;
 pub mod policy;
 pub mod runtime;
 pub mod spec;

@@ -57,6 +57,13 @@ enum Command {
     /// Inspect and call tools.
     #[command(subcommand)]
     Tools(ToolsCmd),
+    /// The cloud peer is its own binary, `covo-peer`; this only says so.
+    #[command(hide = true)]
+    Peer {
+        /// Whatever followed `covo peer`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        _rest: Vec<String>,
+    },
     /// Run the gateway daemon: chat over MQTT, schedules, sensor sampling and telemetry (`[run]`).
     Run {
         #[command(flatten)]
@@ -177,13 +184,7 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("COVO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    covo::logging::init();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -203,8 +204,16 @@ fn usage(e: impl std::fmt::Display) -> anyhow::Error {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Peer { .. } = cli.command {
+        return Err(usage(
+            "the cloud peer is its own binary now, so the gateway on a board carries none of \
+             its backends: run `covo-peer --config FILE` (build it with \
+             `cargo build --release -p covo-peer`)",
+        ));
+    }
     let config = Config::load(cli.config.as_deref()).map_err(usage)?;
     match cli.command {
+        Command::Peer { .. } => unreachable!("answered before the config loads"),
         Command::Run { profile } => {
             let approve = config.run.approve;
             let rt = runtime_for(config, &profile, approve, None)?;

@@ -8,8 +8,8 @@
 //! ([`Access`], computed by the tool's own access function beside its executor).
 
 use crate::hardware::{Access, Board};
-use covo_core::spec::{Effect, ToolSpec};
 use covo_core::catalog;
+use covo_core::spec::{Effect, ToolSpec};
 use serde_json::Value;
 use std::sync::Arc;
 

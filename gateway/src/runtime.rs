@@ -4,7 +4,6 @@
 //! lookup → parse → validate against the schema → policy → approval (destructive) → execute → audit.
 
 use crate::config::Config;
-use covo_core::discovery::SearchIndex;
 use crate::error::{ArgProblem, CallError, ToolError};
 pub use crate::exec::{Args, Summarizer, UserIo};
 use crate::exec::{Cx, Services, Session};
@@ -13,17 +12,18 @@ use crate::hooks::{
     ApprovalHook, Hook, HookCx, ModelCall, ModelReply, PlanModeHook, PolicyHook, ToolInvocation,
     ToolsetFilter,
 };
-use covo_core::plan::{self, Plan, Selection};
 use crate::policy::{is, BoardPolicyCheck};
 pub use crate::policy::{
     Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SwarmExpose,
     Via, SWARM_DEFAULT_TOOLSETS,
 };
-use covo_core::profile::{self, Owned, ProfileError};
 use crate::spec::{Availability, Effect, Exec, ToolDef, ToolSpec};
 use crate::store::{AuditEntry, Store, StoreError};
-use covo_core::toolset::{ToolsetError, Toolsets};
 use covo_core::catalog;
+use covo_core::discovery::SearchIndex;
+use covo_core::plan::{self, Plan, Selection};
+use covo_core::profile::{self, Owned, ProfileError};
+use covo_core::toolset::{ToolsetError, Toolsets};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -330,3 +330,15 @@ fn config_is_found_through_covo_config_then_the_working_directory() {
         "the edge profile owns 75 tools"
     );
 }
+
+#[test]
+fn covo_peer_points_to_its_own_binary_and_exits_as_a_usage_error() {
+    let env = Env::new();
+    let out = env.covo(&["peer", "--config", "peer.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("covo-peer --config"), "{err}");
+    // The peer's binary is not linked into the gateway: its help lists no peer command.
+    let help = env.covo(&["--help"]);
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("peer"));
+}

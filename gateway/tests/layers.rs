@@ -11,7 +11,18 @@ use std::path::{Path, PathBuf};
 /// Every top-level module of the library and the binary, bottom to top. A module may use only
 /// modules that come before it. The groups are the layers of the drawing in ARCHITECTURE.md.
 const RANK: &[(&str, &[&str])] = &[
-    ("foundation", &["config", "llm", "store", "error", "artifacts", "ha"]),
+    (
+        "foundation",
+        &[
+            "logging",
+            "config",
+            "llm",
+            "store",
+            "error",
+            "artifacts",
+            "ha",
+        ],
+    ),
     ("board and link", &["hardware", "link"]),
     (
         "pipeline",
@@ -84,7 +95,12 @@ fn used_modules(code: &str) -> Vec<String> {
 
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -109,7 +125,10 @@ fn no_module_uses_one_above_it() {
                 continue;
             }
             let Some(&(theirs, their_layer)) = ranks.get(used.as_str()) else {
-                violations.push(format!("{}: uses crate::{used}, which is in no layer", f.display()));
+                violations.push(format!(
+                    "{}: uses crate::{used}, which is in no layer",
+                    f.display()
+                ));
                 continue;
             };
             if theirs > mine {
@@ -120,13 +139,17 @@ fn no_module_uses_one_above_it() {
             }
         }
     }
-    assert!(violations.is_empty(), "layer violations:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layer violations:\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
 fn every_library_module_is_placed_in_a_layer() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
-        .unwrap();
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
     let ranks = rank();
     let declared: Vec<&str> = lib
         .lines()

@@ -9,7 +9,17 @@ use std::process::Command;
 fn normal_deps(package: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["tree", "--offline", "-e", "normal", "--prefix", "none", "-f", "{p}", "-p"])
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-f",
+            "{p}",
+            "-p",
+        ])
         .arg(package)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -24,7 +34,10 @@ fn normal_deps(package: &str) -> BTreeSet<String> {
         .filter_map(|l| l.split_whitespace().next())
         .map(str::to_string)
         .collect();
-    assert!(deps.contains(package), "{package} missing from its own tree");
+    assert!(
+        deps.contains(package),
+        "{package} missing from its own tree"
+    );
     deps
 }
 
@@ -46,7 +59,13 @@ fn the_gateway_links_none_of_the_peer_or_its_backends() {
     assert_none(
         "covo-gateway",
         &deps,
-        &["covo-peer", "tree-sitter*", "plotters*", "html2text", "image"],
+        &[
+            "covo-peer",
+            "tree-sitter*",
+            "plotters*",
+            "html2text",
+            "image",
+        ],
         "the peer's backends run in the cloud, not on a Pi Zero",
     );
     // It does speak the shared contract and the pure core.
@@ -82,7 +101,13 @@ fn the_wire_contract_depends_on_neither_side() {
     assert_none(
         "covo-wire",
         &deps,
-        &["covo-gateway", "covo-peer", "covo-hal-tools", "rusqlite", "reqwest"],
+        &[
+            "covo-gateway",
+            "covo-peer",
+            "covo-hal-tools",
+            "rusqlite",
+            "reqwest",
+        ],
         "both sides depend on the contract, never the other way",
     );
 }
@@ -91,7 +116,13 @@ fn the_wire_contract_depends_on_neither_side() {
 fn the_peer_is_where_the_backends_live() {
     let deps = normal_deps("covo-peer");
     // With its default features the peer has the code graph, plots and HTML reduction.
-    for d in ["tree-sitter", "plotters", "html2text", "covo-wire", "covo-core"] {
+    for d in [
+        "tree-sitter",
+        "plotters",
+        "html2text",
+        "covo-wire",
+        "covo-core",
+    ] {
         assert!(deps.contains(d), "covo-peer should link {d}");
     }
 }
