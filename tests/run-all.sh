@@ -46,5 +46,5 @@ echo "== firmware"
 (cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)
 echo "== tests";    cargo test --workspace
 echo "== edge build ($edge_target): static, and it runs"
-cargo build --release -p covo-gateway --bin covo --target "$edge_target"
-bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/release/covo"
+cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
+bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"

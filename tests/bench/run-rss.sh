@@ -15,14 +15,16 @@ musl=$(uname -m)-unknown-linux-musl
 if [ -z "${BIN:-}" ]; then
   command -v musl-gcc >/dev/null || { echo "run-rss: musl-gcc is missing (apt-get install -y musl-tools)" >&2; exit 1; }
   rustup target list --installed | grep -qx "$musl" || rustup target add "$musl"
-  cargo build --release -p covo-gateway --bin covo --target "$musl" >/dev/null 2>&1 \
-    || { echo "run-rss: the edge build failed: cargo build --release -p covo-gateway --target $musl" >&2; exit 1; }
+  cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >/dev/null 2>&1 \
+    || { echo "run-rss: the edge build failed: cargo build --profile edge -p covo-gateway --target $musl" >&2; exit 1; }
 fi
 if [ -z "${DEFAULT_BIN:-}" ]; then
   cargo build --release -p covo-gateway --bin covo >/dev/null 2>&1
 fi
-bin=${BIN:-$PWD/target/$musl/release/covo}
-default_bin=${DEFAULT_BIN:-$PWD/target/release/covo}
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+bin=$(realpath "${BIN:-$target_dir/$musl/edge/covo}")
+default_bin=$(realpath "${DEFAULT_BIN:-$target_dir/release/covo}")
+[ -z "${BEFORE_BIN:-}" ] || BEFORE_BIN=$(realpath "$BEFORE_BIN")
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 [ -x "$mosq" ] || { echo "run-rss: mosquitto is missing (apt-get install -y mosquitto)" >&2; exit 1; }
 settle=${SETTLE:-5}
