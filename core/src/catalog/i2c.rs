@@ -48,7 +48,7 @@ pub static I2C_WRITE_READ: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "Write bytes, then read count bytes, in one repeated-start transaction.",
+        description: "Write bytes, then read count bytes, in one repeated-start transaction. One written byte (a register pointer) is a read; more is a write, allowed only where i2c_write is.",
  params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""},"count":{"type":"integer"}},"required":["address","data","count"],"additionalProperties":false}"#,
  keywords: "i2c write then read combined transaction repeated start restart command response query register pointer i2ctransfer twi iic smbus",
 };

@@ -16,11 +16,16 @@ pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::local(&c::I2C_SCAN, i2c_scan),
     ToolDef::local(&c::I2C_READ, i2c_read).with_access(read_access),
     ToolDef::local(&c::I2C_WRITE, i2c_write).with_access(write_access),
-    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read).with_access(read_access),
+    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read).with_access(write_read_access),
     ToolDef::local(&c::I2C_READ_REGISTER, i2c_read_register).with_access(read_access),
 ];
 
-/// The read tools: the address, and the largest transfer (`count` or the bytes sent).
+/// The most bytes a combined write-then-read may write and still be a read: one register
+/// pointer byte, which selects what to read and changes nothing on the device. A longer write
+/// part (a register address and a value, a command with arguments) is a write.
+pub const POINTER_BYTES: usize = 1;
+
+/// `i2c_read`: the address, and the transfer (`count`).
 fn read_access(_: &BoardDef, args: &Value) -> Vec<Access> {
     vec![Access::I2cRead {
         address: hwargs::address_of(args),
@@ -35,6 +40,41 @@ fn write_access(def: &BoardDef, args: &Value) -> Vec<Access> {
         address: hwargs::address_of(args),
         bytes: hwargs::len_of(args, "data"),
     }]
+}
+
+/// A combined write-then-read that writes `written` bytes and reads `read`: a read when the
+/// write part is at most a register pointer ([`POINTER_BYTES`]); otherwise the write part is
+/// judged exactly as `i2c_write` is (writable board, not read-only, write allowlist, transfer
+/// size), and the read part as a read.
+fn transaction_access(def: &BoardDef, args: &Value, written: usize, read: usize) -> Vec<Access> {
+    let address = hwargs::address_of(args);
+    if written <= POINTER_BYTES {
+        return vec![Access::I2cRead {
+            address,
+            bytes: read.max(written),
+        }];
+    }
+    vec![
+        Access::I2cWrite {
+            bus: hwargs::bus_of(def, args),
+            address,
+            bytes: written,
+        },
+        Access::I2cRead {
+            address,
+            bytes: read,
+        },
+    ]
+}
+
+/// `i2c_write_read`: `data` is the write part, `count` the read part.
+fn write_read_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    transaction_access(
+        def,
+        args,
+        hwargs::len_of(args, "data"),
+        hwargs::count_of(args),
+    )
 }
 
 fn bus(cx: &Cx<'_>, args: &Value, hw: &Hardware) -> Result<u8, CallError> {
