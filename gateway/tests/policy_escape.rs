@@ -97,6 +97,73 @@ fn read_only_refuses_a_write_read_that_writes_a_register_but_not_a_register_poin
     );
 }
 
+#[test]
+fn i2c_read_register_counts_bytes_and_sends_a_one_byte_pointer() {
+    let (rt, sim) = runtime(BoardDef::sim());
+    let s = session();
+    // 3000 16-bit registers are 6000 bytes: more than the sim's 4096 in one transfer.
+    let r = rt.call(
+        &s,
+        Via::Direct,
+        "i2c_read_register",
+        json!({"address": "0x76", "register": 0, "width": 16, "count": 3000}),
+    );
+    assert_eq!(refusal(&r), Some("transfer.max"), "{r:?}");
+    assert!(sim.i2c_transfers().is_empty());
+    // 16-bit values behind an 8-bit register address: the pointer is one byte.
+    let v = rt
+        .call(
+            &s,
+            Via::Direct,
+            "i2c_read_register",
+            json!({"address": "0x76", "register": "0x88", "width": 16, "count": 2}),
+        )
+        .unwrap();
+    assert_eq!(
+        sim.i2c_transfers(),
+        [Transfer {
+            address: 0x76,
+            written: vec![0x88],
+            read: 4
+        }]
+    );
+    let regs = v["registers"].as_array().unwrap();
+    assert_eq!(regs.len(), 2, "{v}");
+    assert_eq!(
+        regs[0]["register"], "0x88",
+        "an 8-bit register address: {v}"
+    );
+    assert_eq!(
+        regs[0]["hex"].as_str().unwrap().len(),
+        6,
+        "a 16-bit value: {v}"
+    );
+}
+
+#[test]
+fn a_sixteen_bit_register_address_is_a_two_byte_write() {
+    let mut def = BoardDef::sim();
+    def.policy.read_only = true;
+    let (rt, sim) = runtime(def);
+    let r = rt.call(
+        &session(),
+        Via::Direct,
+        "i2c_read_register",
+        json!({"address": "0x76", "register": "0x00d0", "register_width": 16}),
+    );
+    assert_eq!(refusal(&r), Some("board.read_only"), "{r:?}");
+    assert!(sim.i2c_transfers().is_empty());
+    let (rt, sim) = runtime(BoardDef::sim());
+    let r = rt.call(
+        &session(),
+        Via::Direct,
+        "i2c_read_register",
+        json!({"address": "0x50", "register": "0x0100", "register_width": 16}),
+    );
+    assert_eq!(refusal(&r), Some("i2c.write_allow"), "{r:?}");
+    assert!(sim.i2c_transfers().is_empty());
+}
+
 /// The gateway-wide `[policy] read_only` and `[swarm] expose` judge a call by what it writes
 /// too, not only by its tool's effect.
 #[test]
