@@ -185,6 +185,20 @@ pub enum Access {
     },
 }
 
+impl Access {
+    /// Whether this access writes to the board or drives anything on it: everything but an
+    /// I2C read (which may send a one-byte register pointer) and an MCU I2C transfer that only
+    /// reads. Gateway-wide policies use it to judge a call by what it does, not by its tool's
+    /// effect.
+    pub fn writes(&self) -> bool {
+        match self {
+            Access::I2cRead { .. } => false,
+            Access::McuI2c { writes, .. } => *writes,
+            _ => true,
+        }
+    }
+}
+
 impl Board {
     /// Judges one access against the board policy.
     pub fn check(&self, access: &Access) -> Result<(), Refusal> {
@@ -201,7 +215,9 @@ impl Board {
                 (Some(b), Some(a)) => p
                     .check_i2c_write(*b, *a)
                     .and_then(|_| p.check_transfer(*bytes)),
-                _ => Ok(()),
+                // The executor refuses what the arguments do not name; a read-only board
+                // refuses it first.
+                _ => p.check_writable(),
             },
             Access::Spi { bytes } => p.check_writable().and_then(|_| p.check_transfer(*bytes)),
             Access::GpioOutput { pin } => p.check_output(*pin),

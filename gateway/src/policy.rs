@@ -98,7 +98,8 @@ pub struct SwarmExpose {
 }
 
 impl SwarmExpose {
-    /// Whether another gateway may call `spec` here.
+    /// Whether another gateway may call `spec` here (by default only `read` tools, and
+    /// [`Policy::check`] also refuses a default-exposed call that writes to the board).
     pub fn exposes(&self, spec: &ToolSpec) -> bool {
         if NEVER_SERVED.iter().any(|n| is(spec, n)) {
             return false;
@@ -115,12 +116,22 @@ impl SwarmExpose {
 impl Policy for SwarmExpose {
     fn check(&self, call: &ToolInvocation<'_>) -> Result<(), Refusal> {
         let spec = call.spec;
-        if call.via != Via::Remote || self.exposes(spec) {
+        if call.via != Via::Remote {
+            return Ok(());
+        }
+        // By default other gateways may read, and a call that writes is not a read whatever
+        // its tool's effect. Tools exposed by name may write.
+        if self.exposes(spec) && (self.expose.is_some() || !writes(call)) {
             return Ok(());
         }
         Err(Refusal {
             rule: "swarm.expose".into(),
             detail: match &self.expose {
+                None if self.exposes(spec) => format!(
+                    "other gateways may only read here, and this '{}' call writes to the board; \
+                     [swarm] expose lists what they may call",
+                    spec.name
+                ),
                 None => format!(
                     "other gateways may call only the read tools of the {} toolsets here, and \
                      '{}' is not one; [swarm] expose lists what they may call",
@@ -141,26 +152,42 @@ impl Policy for SwarmExpose {
     }
 }
 
-/// The gateway-wide read-only switch: refuses every tool whose effect is not `read`.
+/// The gateway-wide read-only switch: refuses every tool whose effect is not `read`, and every
+/// call that writes to the board whatever its tool's effect (an `i2c_write_read` whose write
+/// part is more than a register pointer).
 pub struct ReadOnly;
 
 impl Policy for ReadOnly {
     fn check(&self, call: &ToolInvocation<'_>) -> Result<(), Refusal> {
         let spec = call.spec;
         // `tool_call` is a proxy: the call it makes passes through this policy on its own.
-        if spec.effect == Effect::Read || is(spec, &catalog::discovery::TOOL_CALL) {
-            Ok(())
-        } else {
-            Err(Refusal {
-                rule: "read_only".into(),
-                detail: format!(
-                    "the gateway is in read-only mode and '{}' has effect '{}'",
-                    spec.name,
-                    spec.effect.as_str()
-                ),
-            })
+        if is(spec, &catalog::discovery::TOOL_CALL) {
+            return Ok(());
         }
+        let detail = if spec.effect != Effect::Read {
+            format!(
+                "the gateway is in read-only mode and '{}' has effect '{}'",
+                spec.name,
+                spec.effect.as_str()
+            )
+        } else if writes(call) {
+            format!(
+                "the gateway is in read-only mode and this '{}' call writes to the board",
+                spec.name
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Refusal {
+            rule: "read_only".into(),
+            detail,
+        })
     }
+}
+
+/// Whether a call writes to the board (judged by its accesses, not its tool's effect).
+fn writes(call: &ToolInvocation<'_>) -> bool {
+    call.access.iter().any(Access::writes)
 }
 
 /// `mqtt_publish` may only publish to topics that match `[mqtt] publish_allow`.

@@ -7,6 +7,7 @@ use super::env::{EnvSource, Environment};
 use super::ssd1306::Ssd1306Model;
 use crate::bus::BusError;
 use embedded_hal::i2c::{ErrorType, I2c, Operation};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -54,6 +55,22 @@ pub enum Fault {
     },
 }
 
+/// One transaction as it reached the simulated bus: the address the master put on it, every
+/// byte it wrote and how many it read. Faulted transactions are recorded too (the master
+/// started them); a device that is absent NACKs, but the bytes were still offered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer {
+    /// The 7-bit address.
+    pub address: u8,
+    /// The bytes the master wrote, in order, across the transaction's write segments.
+    pub written: Vec<u8>,
+    /// How many bytes the master read.
+    pub read: usize,
+}
+
+/// How many transactions the transfer log keeps; older ones are dropped first.
+pub const TRANSFER_LOG_LEN: usize = 1024;
+
 /// The standard devices: addresses as the sim board declares them.
 pub(crate) struct Devices {
     pub bme280: Bme280Model,
@@ -84,6 +101,7 @@ pub(crate) struct BusState {
     pub env: EnvSource,
     faults: Vec<Fault>,
     transactions: u64,
+    log: VecDeque<Transfer>,
 }
 
 impl BusState {
@@ -97,6 +115,7 @@ impl BusState {
             env: EnvSource::new(),
             faults: Vec::new(),
             transactions: 0,
+            log: VecDeque::new(),
         }
     }
 
@@ -144,12 +163,31 @@ impl BusState {
         outcome
     }
 
+    fn record(&mut self, address: u8, operations: &[Operation<'_>]) {
+        let mut t = Transfer {
+            address,
+            written: Vec::new(),
+            read: 0,
+        };
+        for op in operations {
+            match op {
+                Operation::Write(bytes) => t.written.extend_from_slice(bytes),
+                Operation::Read(buf) => t.read += buf.len(),
+            }
+        }
+        if self.log.len() == TRANSFER_LOG_LEN {
+            self.log.pop_front();
+        }
+        self.log.push_back(t);
+    }
+
     fn transaction(
         &mut self,
         address: u8,
         operations: &mut [Operation<'_>],
     ) -> Result<(), BusError> {
         self.transactions += 1;
+        self.record(address, operations);
         let corrupt = self.take_fault(address)?;
         let now = Instant::now();
         let ctx = Ctx {
@@ -198,6 +236,16 @@ impl SimI2c {
     pub fn transaction_count(&self) -> u64 {
         self.lock().transactions
     }
+
+    /// The last transactions (at most [`TRANSFER_LOG_LEN`]), oldest first: what reached the bus.
+    pub fn transfers(&self) -> Vec<Transfer> {
+        self.lock().log.iter().cloned().collect()
+    }
+
+    /// Empties the transfer log (the transaction count keeps counting).
+    pub fn clear_transfers(&self) {
+        self.lock().log.clear();
+    }
 }
 
 impl std::fmt::Debug for SimI2c {
@@ -217,5 +265,62 @@ impl I2c for SimI2c {
         operations: &mut [Operation<'_>],
     ) -> Result<(), BusError> {
         self.lock().transaction(address, operations)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bus() -> SimI2c {
+        SimI2c {
+            state: Arc::new(Mutex::new(BusState::new())),
+        }
+    }
+
+    #[test]
+    fn every_transaction_is_logged_with_what_was_written_and_read() {
+        let mut b = bus();
+        let mut buf = [0u8; 2];
+        b.write_read(0x76, &[0xd0], &mut buf[..1]).unwrap();
+        assert_eq!(buf[0], 0x60, "BME280 chip id");
+        // An absent device NACKs, but the master still put the bytes on the bus.
+        assert!(b.write(0x50, &[0x00, 0xff]).is_err());
+        b.read(0x23, &mut buf).unwrap();
+        assert_eq!(
+            b.transfers(),
+            [
+                Transfer {
+                    address: 0x76,
+                    written: vec![0xd0],
+                    read: 1
+                },
+                Transfer {
+                    address: 0x50,
+                    written: vec![0x00, 0xff],
+                    read: 0
+                },
+                Transfer {
+                    address: 0x23,
+                    written: vec![],
+                    read: 2
+                },
+            ]
+        );
+        b.clear_transfers();
+        assert!(b.transfers().is_empty());
+        assert_eq!(b.transaction_count(), 3);
+    }
+
+    #[test]
+    fn the_log_keeps_only_the_latest_transactions() {
+        let mut b = bus();
+        for i in 0..TRANSFER_LOG_LEN + 5 {
+            let _ = b.write(0x50, &[(i % 256) as u8]);
+        }
+        let log = b.transfers();
+        assert_eq!(log.len(), TRANSFER_LOG_LEN);
+        assert_eq!(log[0].written, [5]);
+        assert_eq!(b.transaction_count(), (TRANSFER_LOG_LEN + 5) as u64);
     }
 }

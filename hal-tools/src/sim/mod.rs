@@ -25,7 +25,7 @@ pub use bh1750::Bh1750Model;
 pub use bme280::{Bme280Model, Calibration};
 pub use env::Environment;
 pub use gpio::SimLine;
-pub use i2c::{Fault, SimI2c};
+pub use i2c::{Fault, SimI2c, Transfer, TRANSFER_LOG_LEN};
 pub use pwm::SimPwm;
 pub use serial::SimSerial;
 pub use ssd1306::{OledStatus, Ssd1306Model};
@@ -99,6 +99,11 @@ impl SimBoard {
     /// Adds a fault on the I2C bus.
     pub fn inject(&self, fault: Fault) {
         self.i2c.lock().inject(fault);
+    }
+
+    /// The I2C transfer log, oldest first (see [`SimI2c::transfers`]).
+    pub fn i2c_transfers(&self) -> Vec<Transfer> {
+        self.i2c.transfers()
     }
 
     /// Removes every fault, including a stuck line.

@@ -13,6 +13,8 @@ struct Port {
     /// Written bytes held back while they could still be an `AT` line.
     held: Vec<u8>,
     at_line_start: bool,
+    /// Every byte ever written to the port, counted.
+    written: u64,
 }
 
 #[derive(Debug)]
@@ -28,6 +30,7 @@ impl Shared {
                 incoming: VecDeque::new(),
                 held: Vec::new(),
                 at_line_start: true,
+                written: 0,
             }),
             readable: Condvar::new(),
         })
@@ -86,6 +89,11 @@ impl SimSerial {
     pub fn bytes_to_read(&self) -> usize {
         self.shared.lock().incoming.len()
     }
+
+    /// How many bytes have been written to the port, by any handle, since the board started.
+    pub fn bytes_written(&self) -> u64 {
+        self.shared.lock().written
+    }
 }
 
 fn take(port: &mut Port, byte: u8) {
@@ -112,6 +120,7 @@ fn take(port: &mut Port, byte: u8) {
 impl io::Write for SimSerial {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut port = self.shared.lock();
+        port.written += buf.len() as u64;
         buf.iter().for_each(|b| take(&mut port, *b));
         drop(port);
         self.shared.readable.notify_all();
@@ -180,6 +189,7 @@ mod tests {
         assert_eq!(drain(&mut s), b"OK\r\n");
         s.write_all(b"ATI\r\nxAT\n").unwrap();
         assert_eq!(drain(&mut s), b"ATI\r\nxAT\n");
+        assert_eq!(s.bytes_written(), 6 + 4 + 1 + 2 + 9);
     }
 
     #[test]
