@@ -215,9 +215,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Peer { .. } => unreachable!("answered before the config loads"),
         Command::Run { profile } => {
-            let approve = config.run.approve;
-            let rt = runtime_for(config, &profile, approve, None)?;
-            cli::run::run(rt)
+            // A daemon never prompts, even when started from a terminal: its callers are on
+            // MQTT, not on this process's stdin. `[run] approve` is the only way to approve.
+            let approver: Box<dyn covo::runtime::Approver> = if config.run.approve {
+                Box::new(AutoApprove)
+            } else {
+                Box::new(DaemonDeclines)
+            };
+            let mut opts = covo::tools::options(config);
+            opts.profile = profile.profile.clone();
+            opts.approver = approver;
+            cli::run::run(Runtime::new(opts).map_err(usage)?)
         }
         Command::Chat {
             message,
@@ -468,6 +476,19 @@ fn toolsets(config: &Config, name: Option<String>, json: bool) -> anyhow::Result
 
 /// Asks y/N on the terminal before a destructive tool runs.
 struct AskOnTerminal;
+
+/// `covo run` without `[run] approve`: destructive calls are declined, never asked about.
+struct DaemonDeclines;
+
+impl covo::runtime::Approver for DaemonDeclines {
+    fn approve(&self, _: &ToolSpec, _: &Value) -> Result<(), String> {
+        Err(
+            "covo run never asks for approval; set [run] approve = true in covo.toml to let \
+             it run destructive tools"
+                .into(),
+        )
+    }
+}
 
 impl covo::runtime::Approver for AskOnTerminal {
     fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {

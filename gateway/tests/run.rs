@@ -1004,3 +1004,77 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     let (code, err) = terminate(c);
     assert_eq!(code, Some(0), "stderr: {err}");
 }
+
+/// The daemon started from a terminal never prompts on its stdin: a destructive call asked for
+/// over MQTT is declined with an error that says how to allow it, and the turn goes on.
+#[test]
+fn a_daemon_started_from_a_terminal_declines_destructive_calls_without_prompting() {
+    use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+    let broker = Mosquitto::start();
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("fs_delete", r#"{"path":"notes.txt"}"#)]),
+        Reply::text("I could not delete it."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("home/workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "keep me").unwrap();
+    let obs = raw(broker.port(), "covo/gw1/#");
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    // A real terminal on stdin (a pseudo-terminal pair; nobody types into it).
+    let (_master, slave) = serialport::TTYPort::pair().expect("a pty pair");
+    // SAFETY: `into_raw_fd` hands over sole ownership of an open descriptor.
+    let stdin = unsafe { OwnedFd::from_raw_fd(slave.into_raw_fd()) };
+    let cfg = format!("[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n", broker.url());
+    let mut child = KillOnDrop(Some(
+        covo(dir.path(), &cfg)
+            .args(["run", "--profile", "full"])
+            .env("COVO_LLM_BASE_URL", srv.openai_base_url())
+            .env("COVO_LLM_MODEL", "scripted")
+            .env("OPENAI_API_KEY", "sk-test")
+            .stdin(Stdio::from(stdin))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    status
+        .next_on("covo/gateways/gw1/status", Duration::from_secs(10))
+        .expect("birth");
+    std::thread::sleep(Duration::from_millis(300));
+    obs.client
+        .publish(
+            "covo/gw1/chat/in",
+            QoS::AtLeastOnce,
+            false,
+            json!({"text": "delete notes.txt", "session": "s1"}).to_string(),
+        )
+        .unwrap();
+    let (out, _) = obs
+        .next_on("covo/gw1/chat/out", Duration::from_secs(15))
+        .expect("an answer: the daemon must not wait for a terminal");
+    assert_eq!(out["text"], "I could not delete it.");
+    // The model got a structured refusal that says how to allow it.
+    let second = &srv.requests()[1].raw_body;
+    assert!(second.contains("approval_denied"), "{second}");
+    assert!(second.contains("[run] approve"), "{second}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    let (code, err) = terminate(child.0.take().unwrap());
+    assert_eq!(code, Some(0), "stderr: {err}");
+    assert!(!err.contains("[y/N]"), "the daemon prompted: {err}");
+}
+
+/// Kills the daemon if the test fails before stopping it (a daemon blocked on its stdin would
+/// otherwise outlive the test and hold its pipes).
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -26,7 +26,7 @@ pub static MQTT_WAIT_MESSAGE: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description:
         "Subscribe to a topic filter and return the first messages that arrive before the timeout.",
-    params: r#"{"type":"object","properties":{"topic":{"type":"string","description":"filter, + and # allowed"},"count":{"type":"integer","minimum":1,"default":1},"timeout_ms":{"type":"integer","minimum":0,"default":10000}},"required":["topic"],"additionalProperties":false}"#,
+    params: r#"{"type":"object","properties":{"topic":{"type":"string","description":"filter, + and # allowed"},"count":{"type":"integer","minimum":1,"maximum":100,"default":1},"timeout_ms":{"type":"integer","minimum":0,"maximum":300000,"default":10000}},"required":["topic"],"additionalProperties":false}"#,
     keywords: "mqtt subscribe wait listen receive message topic broker incoming",
 };
 

@@ -52,18 +52,25 @@ fn message_json(m: &crate::link::Message) -> Value {
     json!({"topic": m.topic, "payload": m.payload_json(), "retained": m.retain})
 }
 
+/// The longest `mqtt_wait_message` waits (the schema's maximum), like the other wait tools.
+pub const MAX_WAIT_MS: u64 = 300_000;
+/// The most messages one `mqtt_wait_message` collects (the schema's maximum).
+pub const MAX_MESSAGES: u64 = 100;
+
 fn mqtt_wait_message(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let link = cx.peer_link()?;
     let filter = topic_arg(cx, &args)?;
+    // The schema bounds both; the clamps keep the executor safe whoever calls it.
     let count = args
         .get("count")
         .and_then(Value::as_u64)
         .unwrap_or(1)
-        .max(1) as usize;
+        .clamp(1, MAX_MESSAGES) as usize;
     let timeout = Duration::from_millis(
         args.get("timeout_ms")
             .and_then(Value::as_u64)
-            .unwrap_or(10_000),
+            .unwrap_or(10_000)
+            .min(MAX_WAIT_MS),
     );
     let (id, rx) = link.subscribe(filter).map_err(|e| cx.fail(e))?;
     let end = Instant::now() + timeout;

@@ -97,18 +97,23 @@ fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 /// Parses a window such as `30m`, `24h`, `7d`.
+/// The longest window or duration accepted: ten years, far beyond any stored history, and small
+/// enough that subtracting it from any time covo handles cannot overflow.
+pub(crate) const MAX_WINDOW_DAYS: i64 = 3650;
+
 pub(crate) fn window(s: &str) -> Option<chrono::Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit())?;
     let n: i64 = s[..split].parse().ok()?;
-    match s[split..].trim() {
+    let d = match s[split..].trim() {
         "s" => chrono::Duration::try_seconds(n),
         "m" | "min" => chrono::Duration::try_minutes(n),
         "h" => chrono::Duration::try_hours(n),
         "d" => chrono::Duration::try_days(n),
         "w" => chrono::Duration::try_weeks(n),
         _ => None,
-    }
+    }?;
+    (d <= chrono::Duration::days(MAX_WINDOW_DAYS)).then_some(d)
 }
 
 fn time_arg(
@@ -138,14 +143,18 @@ fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
         Some(s) => s,
         None => {
             let w = args.get("window").and_then(Value::as_str).unwrap_or("24h");
-            let d = window(w).ok_or_else(|| {
+            let bad = || -> CallError {
                 ToolError::invalid(
                     cx.tool.name,
                     "/window",
-                    format!("'{w}' is not a window like 30m, 24h or 7d"),
+                    format!(
+                        "'{w}' is not a window like 30m, 24h or 7d (at most {MAX_WINDOW_DAYS}d)"
+                    ),
                 )
-            })?;
-            until - d
+                .into()
+            };
+            let d = window(w).ok_or_else(bad)?;
+            until.checked_sub_signed(d).ok_or_else(bad)?
         }
     };
     let fmt =
