@@ -1,6 +1,7 @@
 //! Durable memories: short texts with tags, under a full-text index ranked by bm25.
 
-use super::{fmt_time, fts_query, Store, StoreError};
+use super::fts::{FtsQuery, Match};
+use super::{fmt_time, Store, StoreError};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 
@@ -111,16 +112,15 @@ impl Store {
     }
 
     /// Memories matching any word of `query`, best first (bm25), optionally only those tagged
-    /// `tag` (case-insensitive).
+    /// `tag` (case-insensitive). The query is normalised and capped by [`FtsQuery`]: at most
+    /// [`super::fts::MAX_TERMS`] distinct words count; text without a word is an error.
     pub fn recall(
         &self,
         query: &str,
         tag: Option<&str>,
         limit: usize,
     ) -> Result<Vec<MemoryHit>, StoreError> {
-        let Some(q) = fts_query(query, "OR") else {
-            return Ok(Vec::new());
-        };
+        let q = FtsQuery::new(query, Match::Any)?.expression();
         let rows: Vec<((i64, String, String, String), f64)> = {
             let conn = self.conn();
             let mut stmt = conn.prepare(
@@ -157,11 +157,10 @@ impl Store {
         Ok(found)
     }
 
-    /// Deletes every memory containing every word of `query` and returns them.
+    /// Deletes every memory containing every word of `query` and returns them. More than
+    /// [`super::fts::MAX_TERMS`] distinct words, or none, is an error ([`FtsQuery`]).
     pub fn forget_matching(&self, query: &str) -> Result<Vec<Memory>, StoreError> {
-        let Some(q) = fts_query(query, "AND") else {
-            return Ok(Vec::new());
-        };
+        let q = FtsQuery::new(query, Match::All)?.expression();
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let rows: Vec<(i64, String, String, String)> = {

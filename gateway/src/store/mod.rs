@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 pub mod conversations;
+pub mod fts;
 pub mod memory;
 pub mod productivity;
 pub mod readings;
@@ -45,6 +46,9 @@ pub enum StoreError {
     /// A stored value could not be read back (bad JSON, bad time, bad cron).
     #[error("stored data is invalid: {0}")]
     Data(String),
+    /// A full-text query was refused (see [`fts`]); the caller's text is at fault, not the store.
+    #[error(transparent)]
+    Query(#[from] fts::QueryError),
 }
 
 /// Numbered schema migrations. Append only: never edit a migration that has shipped.
@@ -194,21 +198,6 @@ pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, StoreError> 
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&chrono::Utc))
         .map_err(|e| StoreError::Data(format!("bad time '{s}': {e}")))
-}
-
-/// Turns free text into an FTS5 query of quoted terms joined by `op` (`OR` ranks partial
-/// matches, `AND` requires every term). `None` when the text has no searchable word.
-pub(crate) fn fts_query(text: &str, op: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{}\"", w.to_lowercase()))
-        .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(&format!(" {op} ")))
-    }
 }
 
 #[cfg(test)]

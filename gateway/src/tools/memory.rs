@@ -53,7 +53,10 @@ struct RecallArgs {
 fn memory_recall(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: RecallArgs = cx.args(args)?;
     let limit = a.limit.unwrap_or(RECALL_DEFAULT).clamp(1, RECALL_MAX);
-    let hits = cx.store()?.recall(&a.query, a.tag.as_deref(), limit)?;
+    let hits = cx
+        .store()?
+        .recall(&a.query, a.tag.as_deref(), limit)
+        .map_err(|e| CallError::from_query(cx.tool.name, "/query", e))?;
     Ok(json!({ "count": hits.len(), "memories": hits }))
 }
 
@@ -78,7 +81,9 @@ fn memory_forget(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             }
         },
         (None, Some(q)) => {
-            let gone = store.forget_matching(&q)?;
+            let gone = store
+                .forget_matching(&q)
+                .map_err(|e| CallError::from_query(cx.tool.name, "/query", e))?;
             if gone.is_empty() {
                 return Err(ToolError::NotFound {
                     what: "memory matching".into(),
@@ -447,5 +452,75 @@ mod tests {
         );
         assert_eq!(r["method"], "model");
         assert_eq!(r["summary"], "model summary of 2 lines");
+    }
+
+    /// 60,000 words: the memory's word first, then 59,999 different words.
+    fn huge_query(first: &str) -> String {
+        let mut q = String::from(first);
+        for i in 0..59_999 {
+            q.push_str(&format!(" w{i}"));
+        }
+        q
+    }
+
+    #[test]
+    fn a_huge_recall_query_is_capped_and_still_finds_the_memory() {
+        let (rt, _) = runtime(&[]);
+        let m = ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        let r = ok(&rt, "memory_recall", json!({"query": huge_query("basil")}));
+        assert_eq!(r["count"], 1);
+        assert_eq!(r["memories"][0]["id"], m["id"]);
+        // Repeated words count once: 60,000 words of three distinct ones.
+        let repeated = "sun morning basil ".repeat(20_000);
+        let r = ok(&rt, "memory_recall", json!({"query": repeated}));
+        assert_eq!(r["count"], 1);
+    }
+
+    #[test]
+    fn a_huge_forget_query_of_few_words_forgets_and_of_many_words_is_refused() {
+        let (rt, _) = runtime(&[]);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        // Forgetting needs every word to match: dropping words would widen what is deleted.
+        let e = err(&rt, "memory_forget", json!({"query": huge_query("basil")}));
+        let ToolError::InvalidArguments { problems, .. } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(problems[0].path, "/query");
+        assert!(problems[0].problem.contains("at most 32"), "{problems:?}");
+        let r = ok(
+            &rt,
+            "memory_forget",
+            json!({"query": "basil sun ".repeat(30_000)}),
+        );
+        assert_eq!(r["count"], 1);
+    }
+
+    #[test]
+    fn a_query_without_a_searchable_word_is_an_invalid_argument() {
+        let (rt, _) = runtime(&[]);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        for tool in ["memory_recall", "memory_forget"] {
+            let e = err(&rt, tool, json!({"query": "!!! ... ???"}));
+            let ToolError::InvalidArguments { problems, .. } = e else {
+                panic!("{tool}: {e:?}")
+            };
+            assert_eq!(problems[0].path, "/query", "{tool}");
+            assert!(
+                problems[0].problem.contains("no searchable word"),
+                "{tool}: {problems:?}"
+            );
+        }
     }
 }
