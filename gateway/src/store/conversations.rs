@@ -213,7 +213,7 @@ impl Store {
         content: &str,
     ) -> Result<u32, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         let now = fmt_time(chrono::Utc::now());
         tx.execute(
             "INSERT OR IGNORE INTO conversations (id, title, created_at) VALUES (?1, '', ?2)",
@@ -302,7 +302,7 @@ impl Store {
         };
         let id = self.create_conversation(&title)?;
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         tx.execute(
             "UPDATE conversations SET parent_id = ?2, fork_at = ?3 WHERE id = ?1",
             params![id, conversation_id, at_turn],

@@ -149,12 +149,21 @@ impl Store {
 
     /// Deletes the memory with this id and returns it.
     pub fn forget_memory(&self, id: i64) -> Result<Option<Memory>, StoreError> {
-        let found = self.memory(id)?;
-        if found.is_some() {
-            self.conn()
-                .execute("DELETE FROM memories WHERE id = ?1", [id])?;
-        }
-        Ok(found)
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let row = tx
+            .query_row(
+                "SELECT id, text, tags, created_at FROM memories WHERE id = ?1",
+                [id],
+                memory_row,
+            )
+            .optional()?;
+        let Some(m) = row.map(to_memory).transpose()? else {
+            return Ok(None);
+        };
+        forget(&tx, &m)?;
+        tx.commit()?;
+        Ok(Some(m))
     }
 
     /// Deletes every memory containing every word of `query` and returns them. More than
@@ -162,7 +171,7 @@ impl Store {
     pub fn forget_matching(&self, query: &str) -> Result<Vec<Memory>, StoreError> {
         let q = FtsQuery::new(query, Match::All)?.expression();
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         let rows: Vec<(i64, String, String, String)> = {
             let mut stmt = tx.prepare(
                 "SELECT m.id, m.text, m.tags, m.created_at
@@ -177,9 +186,14 @@ impl Store {
             .map(to_memory)
             .collect::<Result<Vec<_>, _>>()?;
         for m in &memories {
-            tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+            forget(&tx, m)?;
         }
         tx.commit()?;
         Ok(memories)
     }
+}
+
+fn forget(tx: &rusqlite::Transaction<'_>, m: &Memory) -> Result<(), StoreError> {
+    tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+    Ok(())
 }

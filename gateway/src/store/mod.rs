@@ -3,8 +3,14 @@
 //!
 //! One connection behind a mutex; WAL mode so a crash never leaves a half-written row. Schema
 //! changes are numbered migrations applied in order and recorded in `PRAGMA user_version`.
+//!
+//! Several processes (`covo tools call`, `covo chat`, `covo run`) may use one database at once:
+//! - every connection waits up to [`BUSY_TIMEOUT`] for another's lock;
+//! - the migrations run in one `BEGIN IMMEDIATE` transaction that reads `user_version` again
+//!   under the write lock, so exactly one process migrates and the others see its version;
+//! - every transaction that reads and then writes is immediate too ([`write_tx`]).
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -50,6 +56,9 @@ pub enum StoreError {
     #[error(transparent)]
     Query(#[from] fts::QueryError),
 }
+
+/// How long a statement waits for another connection's lock before failing.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Numbered schema migrations. Append only: never edit a migration that has shipped.
 const MIGRATIONS: &[&str] = &[
@@ -119,9 +128,11 @@ impl Store {
         })?;
         let path = home.join("covo.db");
         let conn = Connection::open(&path)?;
+        // First, so that every statement after it (switching to WAL included) waits for
+        // another process's lock instead of failing with "database is locked".
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Self::init(conn, Some(path))
     }
 
@@ -171,15 +182,35 @@ impl Store {
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let current: usize =
-        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+    // Versions only grow, so a database already at the last one needs no write lock.
+    if user_version(conn)? >= MIGRATIONS.len() {
+        return Ok(());
     }
+    // Read the version again under the write lock: another process may have migrated since.
+    let tx = write_tx(conn)?;
+    let current = user_version(&tx)?;
+    if current >= MIGRATIONS.len() {
+        return Ok(());
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        tracing::debug!(migration = i + 1, "migrating the store");
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.commit()?;
     Ok(())
+}
+
+fn user_version(conn: &Connection) -> Result<usize, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize)
+}
+
+/// Begins a transaction that takes the write lock at once (`BEGIN IMMEDIATE`). Every
+/// transaction that reads and then writes uses it: a deferred one starts as a reader, and when
+/// another connection has written in between, its upgrade to a writer fails with "database is
+/// locked" at once, without waiting for the busy timeout.
+pub(crate) fn write_tx(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
 /// The current UTC time as RFC 3339 with millisecond precision, the store's one time format.
@@ -215,5 +246,83 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v as usize, MIGRATIONS.len());
+    }
+
+    /// Runs `f(i)` on `n` threads that start together; returns the failures.
+    fn at_once<T: Send>(
+        n: usize,
+        f: impl Fn(usize) -> Result<T, StoreError> + Sync,
+    ) -> Vec<String> {
+        let start = std::sync::Barrier::new(n);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let (start, f) = (&start, &f);
+                    s.spawn(move || {
+                        start.wait();
+                        f(i).err().map(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().unwrap())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn many_connections_opening_a_fresh_database_at_once_all_succeed() {
+        for _ in 0..8 {
+            let dir = tempfile::tempdir().unwrap();
+            let failures = at_once(12, |i| {
+                let s = Store::open_in(dir.path())?;
+                s.store_memory(&format!("opened by {i}"), &[], None)
+            });
+            assert!(failures.is_empty(), "{failures:?}");
+            let s = Store::open_in(dir.path()).unwrap();
+            let n: i64 = s
+                .conn()
+                .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 12);
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_and_forgets_on_separate_connections_never_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open_in(dir.path()).unwrap());
+        let rounds = 25;
+        let failures = at_once(8, |i| {
+            let s = Store::open_in(dir.path())?;
+            for k in 0..rounds {
+                s.store_memory(&format!("keep t{i} r{k}"), &[], None)?;
+                let gone = s.store_memory(&format!("drop t{i} r{k}"), &[], None)?;
+                s.append_turn(&format!("t{i}"), "user", &format!("round {k}"))?;
+                if k % 2 == 0 {
+                    s.forget_memory(gone.id)?;
+                } else {
+                    let forgotten = s.forget_matching(&format!("drop t{i} r{k}"))?;
+                    assert_eq!(forgotten.len(), 1);
+                }
+                s.recall(&format!("t{i}"), None, 5)?;
+            }
+            Ok(())
+        });
+        assert!(
+            failures.is_empty(),
+            "{} failures: {failures:?}",
+            failures.len()
+        );
+        let s = Store::open_in(dir.path()).unwrap();
+        let texts: Vec<String> = {
+            let conn = s.conn();
+            let mut stmt = conn.prepare("SELECT text FROM memories").unwrap();
+            let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+            rows.collect::<Result<_, _>>().unwrap()
+        };
+        assert_eq!(texts.len(), 8 * rounds);
+        assert!(texts.iter().all(|t| t.starts_with("keep ")));
     }
 }
