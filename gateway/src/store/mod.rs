@@ -128,10 +128,10 @@ impl Store {
         })?;
         let path = home.join("covo.db");
         let conn = Connection::open(&path)?;
-        // First, so that every statement after it (switching to WAL included) waits for
-        // another process's lock instead of failing with "database is locked".
+        // First, so that every statement after it waits for another process's lock instead of
+        // failing with "database is locked".
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        enable_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         Self::init(conn, Some(path))
     }
@@ -178,6 +178,26 @@ impl Store {
                 e.micros as i64
             ])?;
         Ok(())
+    }
+}
+
+/// Switches the database to WAL. The mode is persistent, so this changes only a fresh
+/// database. The switch needs an exclusive lock, and when other connections are opening the
+/// same fresh file SQLite reports it busy at once, without the busy handler, so the switch is
+/// retried (with a little jitter) until [`BUSY_TIMEOUT`].
+fn enable_wal(conn: &Connection) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                tracing::debug!("database busy while switching to WAL; retrying");
+                std::thread::sleep(std::time::Duration::from_millis(2 + fastrand::u64(..8)));
+            }
+            r => return Ok(r?),
+        }
     }
 }
 
@@ -273,7 +293,7 @@ mod tests {
 
     #[test]
     fn many_connections_opening_a_fresh_database_at_once_all_succeed() {
-        for _ in 0..8 {
+        for _ in 0..24 {
             let dir = tempfile::tempdir().unwrap();
             let failures = at_once(12, |i| {
                 let s = Store::open_in(dir.path())?;
