@@ -9,6 +9,9 @@
 //! - the migrations run in one `BEGIN IMMEDIATE` transaction that reads `user_version` again
 //!   under the write lock, so exactly one process migrates and the others see its version;
 //! - every transaction that reads and then writes is immediate too ([`write_tx`]).
+//!
+//! The audit log keeps small arguments and replaces large strings by their size and a short
+//! hash ([`redact`]).
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ pub mod fts;
 pub mod memory;
 pub mod productivity;
 pub mod readings;
+pub mod redact;
 pub mod schedules;
 pub mod session;
 pub mod subagents;
@@ -109,11 +113,13 @@ pub struct AuditEntry<'a> {
     pub via: &'a str,
     /// The tool name as asked.
     pub tool: &'a str,
-    /// The arguments as received (JSON text).
+    /// The arguments as received (JSON text); stored capped and redacted
+    /// ([`redact::audit_args`]).
     pub args: &'a str,
     /// `ok`, or the error kind.
     pub outcome: &'a str,
-    /// The error message, when there was one.
+    /// The error message, when there was one; stored cut at
+    /// [`redact::AUDIT_DETAIL_CHARS`] characters.
     pub detail: Option<&'a str>,
     /// How long the call took, in microseconds.
     pub micros: u64,
@@ -160,7 +166,7 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends one entry to the audit log.
+    /// Appends one entry to the audit log, its arguments capped and redacted (see [`redact`]).
     pub fn audit(&self, e: &AuditEntry<'_>) -> Result<(), StoreError> {
         self.conn()
             .prepare_cached(
@@ -172,9 +178,9 @@ impl Store {
                 e.session,
                 e.via,
                 e.tool,
-                e.args,
+                redact::audit_args(e.args),
                 e.outcome,
-                e.detail,
+                e.detail.map(redact::audit_detail),
                 e.micros as i64
             ])?;
         Ok(())

@@ -523,4 +523,44 @@ mod tests {
             );
         }
     }
+
+    fn audit_args(rt: &crate::runtime::Runtime) -> Vec<(String, String)> {
+        let store = rt.store().unwrap();
+        let conn = store.conn();
+        let mut stmt = conn
+            .prepare("SELECT tool, args FROM audit ORDER BY id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn the_audit_log_keeps_small_arguments_and_redacts_large_strings() {
+        let (rt, _) = runtime(&[]);
+        let long = "my bank PIN and the alarm code are written here in full ".repeat(4);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": long, "tags": ["private"]}),
+        );
+        ok(
+            &rt,
+            "memory_recall",
+            json!({"query": "alarm code", "limit": 3}),
+        );
+        let rows = audit_args(&rt);
+        assert_eq!(rows.len(), 2);
+        let stored: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
+        assert!(!rows[0].1.contains("alarm"), "{}", rows[0].1);
+        let text = stored["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{} chars", long.trim().len()))
+                || text.contains(&format!("{} chars", long.len())),
+            "{text}"
+        );
+        assert!(text.contains("sha256"), "{text}");
+        assert_eq!(stored["tags"], json!(["private"]));
+        let recalled: serde_json::Value = serde_json::from_str(&rows[1].1).unwrap();
+        assert_eq!(recalled, json!({"query": "alarm code", "limit": 3}));
+    }
 }
