@@ -147,7 +147,8 @@ impl Store {
             .collect()
     }
 
-    /// Deletes the memory with this id and returns it.
+    /// Deletes the memory with this id, removes its text wherever else the store keeps it
+    /// ([`super::redact::scrub`]) and returns it.
     pub fn forget_memory(&self, id: i64) -> Result<Option<Memory>, StoreError> {
         let mut conn = self.conn();
         let tx = super::write_tx(&mut conn)?;
@@ -166,7 +167,8 @@ impl Store {
         Ok(Some(m))
     }
 
-    /// Deletes every memory containing every word of `query` and returns them. More than
+    /// Deletes every memory containing every word of `query`, removes their texts wherever
+    /// else the store keeps them ([`super::redact::scrub`]) and returns them. More than
     /// [`super::fts::MAX_TERMS`] distinct words, or none, is an error ([`FtsQuery`]).
     pub fn forget_matching(&self, query: &str) -> Result<Vec<Memory>, StoreError> {
         let q = FtsQuery::new(query, Match::All)?.expression();
@@ -195,5 +197,13 @@ impl Store {
 
 fn forget(tx: &rusqlite::Transaction<'_>, m: &Memory) -> Result<(), StoreError> {
     tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+    let s = super::redact::scrub(tx, &m.text)?;
+    tracing::info!(
+        memory = m.id,
+        turns = s.turns,
+        outbox = s.outbox,
+        audit = s.audit,
+        "forgot a memory"
+    );
     Ok(())
 }

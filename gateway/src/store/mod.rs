@@ -11,7 +11,8 @@
 //! - every transaction that reads and then writes is immediate too ([`write_tx`]).
 //!
 //! The audit log keeps small arguments and replaces large strings by their size and a short
-//! hash ([`redact`]).
+//! hash; forgetting a memory removes its text from turns, the outbox and the audit log
+//! ([`redact`] documents both).
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
-//! What the store keeps of a call's arguments in the audit log.
+//! What the store keeps of a call's arguments in the audit log, and how forgotten text leaves
+//! the database.
 //!
 //! # Audit arguments
 //!
@@ -17,7 +18,19 @@
 //!   [`AUDIT_STRING_CHARS`] characters and summarised the same way beyond.
 //!
 //! Error details are cut at [`AUDIT_DETAIL_CHARS`] characters.
+//!
+//! # Forgetting
+//!
+//! When a memory is forgotten, [`scrub`] replaces its text with [`FORGOTTEN`] everywhere covo
+//! stored it: in conversation turns (so the turns, their numbering and forks stay; the
+//! full-text index follows through its triggers), in the outbox, and in the audit log's
+//! arguments and details. Both the text itself and its JSON-escaped form (as it appears inside
+//! a recorded tool call or result) are replaced, and only where they stand as whole words: the
+//! characters around an occurrence must not be letters or digits. Only exact occurrences are
+//! found: a paraphrase of the text is not. An audit argument already summarised by its hash
+//! keeps that hash, which does not reveal the text.
 
+use rusqlite::{params, Transaction};
 use serde_json::{Map, Value};
 
 /// The longest string argument kept in the audit log, in characters.
@@ -30,6 +43,8 @@ pub const AUDIT_DEPTH: usize = 4;
 pub const AUDIT_ARGS_BYTES: usize = 2048;
 /// The longest error detail stored in the audit log, in characters.
 pub const AUDIT_DETAIL_CHARS: usize = 1024;
+/// What forgotten text is replaced with.
+pub const FORGOTTEN: &str = "[forgotten]";
 
 fn short_hash(bytes: &[u8]) -> String {
     let d = ring::digest::digest(&ring::digest::SHA256, bytes);
@@ -101,6 +116,146 @@ pub fn audit_detail(detail: &str) -> String {
     }
 }
 
+/// `hay` with every whole-word occurrence of `needle` replaced by `with`; `None` when there is
+/// none. An occurrence is whole when the characters on either side of it are not letters or
+/// digits (or the needle itself does not start, or end, with one).
+pub fn replace_whole(hay: &str, needle: &str, with: &str) -> Option<String> {
+    if needle.is_empty() {
+        return None;
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let check_start = word(needle.chars().next());
+    let check_end = word(needle.chars().next_back());
+    let mut out = String::new();
+    let mut rest = 0;
+    let mut from = 0;
+    let mut found = false;
+    while let Some(i) = hay[from..].find(needle).map(|i| i + from) {
+        let end = i + needle.len();
+        let joined_before = check_start && word(hay[..i].chars().next_back());
+        let joined_after = check_end && word(hay[end..].chars().next());
+        let whole = !joined_before && !joined_after;
+        if whole {
+            out.push_str(&hay[rest..i]);
+            out.push_str(with);
+            rest = end;
+            from = end;
+            found = true;
+        } else {
+            // Step one character past the start of this occurrence.
+            from = i + hay[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    if !found {
+        return None;
+    }
+    out.push_str(&hay[rest..]);
+    Some(out)
+}
+
+/// Replaces `text` in every string (and object key) of a JSON value; true if anything changed.
+fn scrub_json(v: &mut Value, text: &str) -> bool {
+    match v {
+        Value::String(s) => match replace_whole(s, text, FORGOTTEN) {
+            Some(r) => {
+                *s = r;
+                true
+            }
+            None => false,
+        },
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, x| scrub_json(x, text) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            let old = std::mem::take(map);
+            for (k, mut x) in old {
+                changed |= scrub_json(&mut x, text);
+                let k = match replace_whole(&k, text, FORGOTTEN) {
+                    Some(r) => {
+                        changed = true;
+                        r
+                    }
+                    None => k,
+                };
+                map.insert(k, x);
+            }
+            changed
+        }
+        _ => false,
+    }
+}
+
+/// How many rows [`scrub`] rewrote, per table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scrubbed {
+    /// Conversation turns.
+    pub turns: usize,
+    /// Outbox messages.
+    pub outbox: usize,
+    /// Audit log rows (arguments or detail).
+    pub audit: usize,
+}
+
+/// Rewrites `col` of the rows of `table` containing one of `forms`; `f` gives the new value.
+fn rewrite(
+    tx: &Transaction<'_>,
+    table: &str,
+    col: &str,
+    forms: [&str; 2],
+    f: impl Fn(&str) -> Option<String>,
+) -> rusqlite::Result<usize> {
+    let candidates: Vec<(i64, String)> = {
+        let sql = format!(
+            "SELECT id, {col} FROM {table} WHERE instr({col}, ?1) > 0 OR instr({col}, ?2) > 0"
+        );
+        let mut stmt = tx.prepare(&sql)?;
+        let rows = stmt.query_map(params![forms[0], forms[1]], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut n = 0;
+    let sql = format!("UPDATE {table} SET {col} = ?2 WHERE id = ?1");
+    for (id, old) in candidates {
+        if let Some(new) = f(&old) {
+            tx.execute(&sql, params![id, new])?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Replaces `text` with [`FORGOTTEN`] wherever the store keeps it (see the module
+/// documentation), inside the caller's write transaction.
+pub(crate) fn scrub(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<Scrubbed> {
+    if text.trim().is_empty() {
+        return Ok(Scrubbed::default());
+    }
+    let quoted = Value::String(text.to_string()).to_string();
+    let escaped = &quoted[1..quoted.len() - 1];
+    let forms = [text, escaped];
+    let in_text = |s: &str| {
+        let once = replace_whole(s, text, FORGOTTEN);
+        match replace_whole(once.as_deref().unwrap_or(s), escaped, FORGOTTEN) {
+            Some(r) => Some(r),
+            None => once,
+        }
+    };
+    let turns = rewrite(tx, "turns", "content", forms, in_text)?;
+    let outbox = rewrite(tx, "outbox", "text", forms, in_text)?;
+    let args = rewrite(tx, "audit", "args", forms, |s| {
+        match serde_json::from_str::<Value>(s) {
+            Ok(mut v) => scrub_json(&mut v, text).then(|| v.to_string()),
+            Err(_) => in_text(s),
+        }
+    })?;
+    let detail = rewrite(tx, "audit", "detail", forms, in_text)?;
+    Ok(Scrubbed {
+        turns,
+        outbox,
+        audit: args + detail,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +309,25 @@ mod tests {
         assert_eq!(
             audit_detail(&"é".repeat(2000)).chars().count(),
             AUDIT_DETAIL_CHARS + 1
+        );
+    }
+
+    #[test]
+    fn only_whole_words_are_replaced() {
+        assert_eq!(
+            replace_whole("code 4711, not 47110 or a4711; 4711", "4711", "[f]").as_deref(),
+            Some("code [f], not 47110 or a4711; [f]")
+        );
+        assert_eq!(replace_whole("47110", "4711", "[f]"), None);
+        assert_eq!(replace_whole("x", "", "[f]"), None);
+        assert_eq!(
+            replace_whole("aé door é", "é door", "[f]").as_deref(),
+            None,
+            "a letter before the text"
+        );
+        assert_eq!(
+            replace_whole("(\"a b\")", "\"a b\"", "[f]").as_deref(),
+            Some("([f])")
         );
     }
 }

@@ -99,6 +99,11 @@ fn memory_forget(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             )
         }
     };
+    // The texts stay out of the answer: it is stored as a turn, and the point was to forget them.
+    let deleted: Vec<Value> = deleted
+        .iter()
+        .map(|m| json!({ "id": m.id, "tags": m.tags, "created_at": m.created_at }))
+        .collect();
     Ok(json!({ "count": deleted.len(), "deleted": deleted }))
 }
 
@@ -315,7 +320,7 @@ mod tests {
             "memory_store",
             json!({"text": "wifi password is hunter2"}),
         );
-        ok(
+        let b = ok(
             &rt,
             "memory_store",
             json!({"text": "old wifi password was letmein"}),
@@ -326,13 +331,13 @@ mod tests {
             json!({"text": "the wifi channel is 6"}),
         );
         let r = ok(&rt, "memory_forget", json!({"id": a["id"]}));
-        assert_eq!(r["deleted"][0]["text"], "wifi password is hunter2");
+        assert_eq!(r["deleted"][0]["id"], a["id"]);
         let e = err(&rt, "memory_forget", json!({"id": a["id"]}));
         assert!(matches!(e, ToolError::NotFound { .. }));
         // Every word must match: the channel memory stays.
         let r = ok(&rt, "memory_forget", json!({"query": "wifi password"}));
         assert_eq!(r["count"], 1);
-        assert_eq!(r["deleted"][0]["text"], "old wifi password was letmein");
+        assert_eq!(r["deleted"][0]["id"], b["id"]);
         assert_eq!(
             ok(&rt, "memory_recall", json!({"query": "wifi"}))["count"],
             1
@@ -562,5 +567,46 @@ mod tests {
         assert_eq!(stored["tags"], json!(["private"]));
         let recalled: serde_json::Value = serde_json::from_str(&rows[1].1).unwrap();
         assert_eq!(recalled, json!({"query": "alarm code", "limit": 3}));
+    }
+
+    #[test]
+    fn memory_forget_removes_the_text_from_turns_and_the_audit_log() {
+        let (rt, _) = runtime(&[]);
+        let store = rt.store().unwrap();
+        let secret = "door code is 4711";
+        let m = ok(&rt, "memory_store", json!({"text": secret}));
+        store
+            .append_turn("s1", "user", "remember: door code is 4711, thanks")
+            .unwrap();
+        store
+            .append_turn(
+                "s1",
+                "assistant",
+                &format!("[tool call] memory_store {}", json!({"text": secret})),
+            )
+            .unwrap();
+        store
+            .append_turn("s1", "tool", &format!("memory_store: {m}"))
+            .unwrap();
+        store
+            .append_turn("s1", "user", "the door code is 47110 at the shed")
+            .unwrap();
+        let before = store.turns("s1").unwrap().len();
+        assert_eq!(store.search_turns("4711", None, 10).unwrap().len(), 2);
+        let r = ok(&rt, "memory_forget", json!({"id": m["id"]}));
+        assert_eq!(r["count"], 1);
+        assert!(!r.to_string().contains(secret), "{r}");
+        let turns = store.turns("s1").unwrap();
+        assert_eq!(turns.len(), before, "turns are redacted, not deleted");
+        assert_eq!(turns[0].content, "remember: [forgotten], thanks");
+        assert!(turns[1].content.contains("[forgotten]"));
+        assert!(turns[1].content.starts_with("[tool call] memory_store"));
+        // Only whole-word occurrences: another number is not this text.
+        assert_eq!(turns[3].content, "the door code is 47110 at the shed");
+        assert!(store.search_turns("4711", None, 10).unwrap().is_empty());
+        for (tool, args) in audit_args(&rt) {
+            assert!(!args.contains("4711"), "{tool}: {args}");
+            let _: serde_json::Value = serde_json::from_str(&args).unwrap();
+        }
     }
 }
