@@ -164,6 +164,7 @@ impl Store {
         };
         forget(&tx, &m)?;
         tx.commit()?;
+        super::redact::truncate_wal(&conn);
         Ok(Some(m))
     }
 
@@ -191,6 +192,9 @@ impl Store {
             forget(&tx, m)?;
         }
         tx.commit()?;
+        if !memories.is_empty() {
+            super::redact::truncate_wal(&conn);
+        }
         Ok(memories)
     }
 }
@@ -206,4 +210,45 @@ fn forget(tx: &rusqlite::Transaction<'_>, m: &Memory) -> Result<(), StoreError> 
         "forgot a memory"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the database file or its WAL holds `needle` anywhere, in any page.
+    fn on_disk(dir: &std::path::Path, needle: &str) -> bool {
+        ["covo.db", "covo.db-wal"].iter().any(|f| {
+            let bytes = std::fs::read(dir.join(f)).unwrap_or_default();
+            bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        })
+    }
+
+    #[test]
+    fn a_forgotten_text_leaves_no_trace_in_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        let word = "zebracornish";
+        let m = s
+            .store_memory(&format!("the spare key is under the {word} pot"), &[], None)
+            .unwrap();
+        s.append_turn(
+            "c1",
+            "user",
+            &format!("the spare key is under the {word} pot"),
+        )
+        .unwrap();
+        s.append_turn("c1", "assistant", "noted").unwrap();
+        assert!(on_disk(dir.path(), word));
+        s.forget_memory(m.id).unwrap().unwrap();
+        // While the store is open (its WAL too)...
+        assert!(
+            !on_disk(dir.path(), word),
+            "the text is still in a free page, an FTS segment or the WAL"
+        );
+        assert_eq!(s.turns("c1").unwrap().len(), 2);
+        // ...and after it is closed.
+        drop(s);
+        assert!(!on_disk(dir.path(), word));
+    }
 }

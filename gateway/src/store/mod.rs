@@ -97,6 +97,10 @@ const MIGRATIONS: &[&str] = &[
     watches::MIGRATION,
     // 10: the sub-agents `covo peer` runs.
     subagents::MIGRATION,
+    // 11: the full-text indexes drop a deleted row's terms at once instead of marking them
+    // deleted until a merge, so a forgotten text leaves no trace in them (SQLite 3.44+).
+    "INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+     INSERT INTO turns_fts(turns_fts, rank) VALUES ('secure-delete', 1);",
 ];
 
 /// The gateway's database.
@@ -150,6 +154,9 @@ impl Store {
 
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Deleted and rewritten content is overwritten with zeros, so a forgotten text does not
+        // linger in free pages.
+        conn.pragma_update(None, "secure_delete", "ON")?;
         migrate(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),

@@ -29,6 +29,11 @@
 //! characters around an occurrence must not be letters or digits. Only exact occurrences are
 //! found: a paraphrase of the text is not. An audit argument already summarised by its hash
 //! keeps that hash, which does not reveal the text.
+//!
+//! Nor does the text stay in the file: deleted content is zeroed (`PRAGMA secure_delete`), the
+//! full-text indexes drop a deleted row's terms at once (FTS5 `secure-delete`, migration 11),
+//! and after the forget [`truncate_wal`] empties the WAL's older page images when no other
+//! connection is using it.
 
 use rusqlite::{params, Transaction};
 use serde_json::{Map, Value};
@@ -254,6 +259,29 @@ pub(crate) fn scrub(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<Scrubb
         outbox,
         audit: args + detail,
     })
+}
+
+/// How long [`truncate_wal`] waits for other connections.
+const WAL_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// After a forget has committed: copies the WAL into the database and truncates it, so the
+/// older page images in it that still hold the text go too. Best effort: while another
+/// connection reads or writes, the WAL cannot be truncated after waiting [`WAL_WAIT`]; SQLite
+/// then overwrites it from the start after a later checkpoint.
+pub(crate) fn truncate_wal(conn: &rusqlite::Connection) {
+    let r = conn.busy_timeout(WAL_WAIT).and_then(|()| {
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        })
+    });
+    match r {
+        Ok(0) => {}
+        Ok(_) => tracing::debug!("the WAL is in use; not truncated after a forget"),
+        Err(e) => tracing::debug!(error = %e, "WAL checkpoint after a forget failed"),
+    }
+    if let Err(e) = conn.busy_timeout(super::BUSY_TIMEOUT) {
+        tracing::warn!(error = %e, "could not restore the busy timeout");
+    }
 }
 
 #[cfg(test)]
