@@ -30,6 +30,20 @@ impl From<crate::store::StoreError> for CallError {
     }
 }
 
+impl CallError {
+    /// A store error in a tool whose argument at `path` (a JSON pointer) holds a full-text
+    /// query: a refused query goes back to the model as an invalid argument, anything else
+    /// ends the turn.
+    pub fn from_query(tool: &str, path: &str, e: crate::store::StoreError) -> CallError {
+        match e {
+            crate::store::StoreError::Query(q) => {
+                ToolError::invalid(tool, path, q.to_string()).into()
+            }
+            e => e.into(),
+        }
+    }
+}
+
 impl From<std::io::Error> for CallError {
     fn from(e: std::io::Error) -> Self {
         CallError::Fatal(Fatal::Io(e))

@@ -527,3 +527,63 @@ fn read_calls_of_one_response_run_concurrently_and_writes_run_in_order() {
     let first = rt.store().unwrap().memory(1).unwrap().unwrap();
     assert_eq!(first.text, "first");
 }
+
+#[test]
+fn two_gateways_on_one_home_claim_each_due_job_once() {
+    use covo::agent::scheduler;
+    use covo::store::{ScheduleAction, ScheduleTrigger};
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let mut opts = covo::tools::options(Config::default());
+        opts.profile = Some("full".into());
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::open_in(dir.path()).unwrap())
+    };
+    let (a, b) = (open(), open());
+    let store = Store::open_in(dir.path()).unwrap();
+    let now = chrono::Utc::now();
+    let jobs = 40;
+    for i in 0..jobs {
+        store
+            .create_schedule(
+                None,
+                "sched",
+                "cli",
+                &ScheduleTrigger::At(now + chrono::Duration::seconds(1)),
+                &ScheduleAction::Prompt(format!("job {i}")),
+                now,
+            )
+            .unwrap();
+    }
+    let later = now + chrono::Duration::minutes(2);
+    let start = std::sync::Barrier::new(2);
+    let mut claimed: Vec<i64> = std::thread::scope(|s| {
+        let handles = [&a, &b].map(|rt| {
+            let start = &start;
+            s.spawn(move || {
+                start.wait();
+                let mut ids = Vec::new();
+                for _ in 0..10 {
+                    ids.extend(
+                        scheduler::claim_due(rt, later)
+                            .unwrap()
+                            .iter()
+                            .map(|j| j.id),
+                    );
+                }
+                ids
+            })
+        });
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    claimed.sort_unstable();
+    let once: Vec<i64> = (1..=jobs).collect();
+    assert_eq!(
+        claimed, once,
+        "every due job is claimed by exactly one gateway"
+    );
+}

@@ -15,14 +15,10 @@ use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Claims every job due at `now`: each is marked as run before it is returned.
+/// Claims every job due at `now`: each is marked as run before it is returned, in one write
+/// transaction, so two processes on one home (`covo chat` and `covo run`) never both claim it.
 pub fn claim_due(rt: &Runtime, now: DateTime<Utc>) -> Result<Vec<Schedule>, StoreError> {
-    let store = rt.store()?;
-    let due = store.due_schedules(now)?;
-    for job in &due {
-        store.mark_schedule_ran(job.id, now)?;
-    }
-    Ok(due)
+    rt.store()?.claim_due_schedules(now)
 }
 
 fn label(job: &Schedule) -> String {

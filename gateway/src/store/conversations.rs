@@ -4,7 +4,8 @@
 //! A conversation's id is text: sessions key their conversation by the session id, and
 //! [`Store::create_conversation`] mints `c<n>` ids for new ones. Turns are numbered from 1.
 
-use super::{fmt_time, fts_query, Store, StoreError};
+use super::fts::{FtsQuery, Match};
+use super::{fmt_time, Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
@@ -212,7 +213,7 @@ impl Store {
         content: &str,
     ) -> Result<u32, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         let now = fmt_time(chrono::Utc::now());
         tx.execute(
             "INSERT OR IGNORE INTO conversations (id, title, created_at) VALUES (?1, '', ?2)",
@@ -249,15 +250,15 @@ impl Store {
     }
 
     /// Full-text search over turns, best match first (bm25), optionally in one conversation.
+    /// The query is normalised and capped by [`FtsQuery`] (any word matches; at most
+    /// [`super::fts::MAX_TERMS`] distinct words count; text without a word is an error).
     pub fn search_turns(
         &self,
         query: &str,
         conversation_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError> {
-        let Some(q) = fts_query(query, "OR") else {
-            return Ok(Vec::new());
-        };
+        let q = FtsQuery::new(query, Match::Any)?.expression();
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT t.conversation_id, t.seq, t.role,
@@ -301,7 +302,7 @@ impl Store {
         };
         let id = self.create_conversation(&title)?;
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         tx.execute(
             "UPDATE conversations SET parent_id = ?2, fork_at = ?3 WHERE id = ?1",
             params![id, conversation_id, at_turn],

@@ -1,6 +1,7 @@
 //! Durable memories: short texts with tags, under a full-text index ranked by bm25.
 
-use super::{fmt_time, fts_query, Store, StoreError};
+use super::fts::{FtsQuery, Match};
+use super::{fmt_time, Store, StoreError};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 
@@ -111,16 +112,15 @@ impl Store {
     }
 
     /// Memories matching any word of `query`, best first (bm25), optionally only those tagged
-    /// `tag` (case-insensitive).
+    /// `tag` (case-insensitive). The query is normalised and capped by [`FtsQuery`]: at most
+    /// [`super::fts::MAX_TERMS`] distinct words count; text without a word is an error.
     pub fn recall(
         &self,
         query: &str,
         tag: Option<&str>,
         limit: usize,
     ) -> Result<Vec<MemoryHit>, StoreError> {
-        let Some(q) = fts_query(query, "OR") else {
-            return Ok(Vec::new());
-        };
+        let q = FtsQuery::new(query, Match::Any)?.expression();
         let rows: Vec<((i64, String, String, String), f64)> = {
             let conn = self.conn();
             let mut stmt = conn.prepare(
@@ -147,23 +147,34 @@ impl Store {
             .collect()
     }
 
-    /// Deletes the memory with this id and returns it.
+    /// Deletes the memory with this id, removes its text wherever else the store keeps it
+    /// ([`super::redact::scrub`]) and returns it.
     pub fn forget_memory(&self, id: i64) -> Result<Option<Memory>, StoreError> {
-        let found = self.memory(id)?;
-        if found.is_some() {
-            self.conn()
-                .execute("DELETE FROM memories WHERE id = ?1", [id])?;
-        }
-        Ok(found)
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let row = tx
+            .query_row(
+                "SELECT id, text, tags, created_at FROM memories WHERE id = ?1",
+                [id],
+                memory_row,
+            )
+            .optional()?;
+        let Some(m) = row.map(to_memory).transpose()? else {
+            return Ok(None);
+        };
+        forget(&tx, &m)?;
+        tx.commit()?;
+        super::redact::truncate_wal(&conn);
+        Ok(Some(m))
     }
 
-    /// Deletes every memory containing every word of `query` and returns them.
+    /// Deletes every memory containing every word of `query`, removes their texts wherever
+    /// else the store keeps them ([`super::redact::scrub`]) and returns them. More than
+    /// [`super::fts::MAX_TERMS`] distinct words, or none, is an error ([`FtsQuery`]).
     pub fn forget_matching(&self, query: &str) -> Result<Vec<Memory>, StoreError> {
-        let Some(q) = fts_query(query, "AND") else {
-            return Ok(Vec::new());
-        };
+        let q = FtsQuery::new(query, Match::All)?.expression();
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         let rows: Vec<(i64, String, String, String)> = {
             let mut stmt = tx.prepare(
                 "SELECT m.id, m.text, m.tags, m.created_at
@@ -178,9 +189,66 @@ impl Store {
             .map(to_memory)
             .collect::<Result<Vec<_>, _>>()?;
         for m in &memories {
-            tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+            forget(&tx, m)?;
         }
         tx.commit()?;
+        if !memories.is_empty() {
+            super::redact::truncate_wal(&conn);
+        }
         Ok(memories)
+    }
+}
+
+fn forget(tx: &rusqlite::Transaction<'_>, m: &Memory) -> Result<(), StoreError> {
+    tx.execute("DELETE FROM memories WHERE id = ?1", [m.id])?;
+    let s = super::redact::scrub(tx, &m.text)?;
+    tracing::info!(
+        memory = m.id,
+        turns = s.turns,
+        outbox = s.outbox,
+        audit = s.audit,
+        "forgot a memory"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the database file or its WAL holds `needle` anywhere, in any page.
+    fn on_disk(dir: &std::path::Path, needle: &str) -> bool {
+        ["covo.db", "covo.db-wal"].iter().any(|f| {
+            let bytes = std::fs::read(dir.join(f)).unwrap_or_default();
+            bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        })
+    }
+
+    #[test]
+    fn a_forgotten_text_leaves_no_trace_in_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        let word = "zebracornish";
+        let m = s
+            .store_memory(&format!("the spare key is under the {word} pot"), &[], None)
+            .unwrap();
+        s.append_turn(
+            "c1",
+            "user",
+            &format!("the spare key is under the {word} pot"),
+        )
+        .unwrap();
+        s.append_turn("c1", "assistant", "noted").unwrap();
+        assert!(on_disk(dir.path(), word));
+        s.forget_memory(m.id).unwrap().unwrap();
+        // While the store is open (its WAL too)...
+        assert!(
+            !on_disk(dir.path(), word),
+            "the text is still in a free page, an FTS segment or the WAL"
+        );
+        assert_eq!(s.turns("c1").unwrap().len(), 2);
+        // ...and after it is closed.
+        drop(s);
+        assert!(!on_disk(dir.path(), word));
     }
 }

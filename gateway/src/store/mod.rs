@@ -3,15 +3,27 @@
 //!
 //! One connection behind a mutex; WAL mode so a crash never leaves a half-written row. Schema
 //! changes are numbered migrations applied in order and recorded in `PRAGMA user_version`.
+//!
+//! Several processes (`covo tools call`, `covo chat`, `covo run`) may use one database at once:
+//! - every connection waits up to [`BUSY_TIMEOUT`] for another's lock;
+//! - the migrations run in one `BEGIN IMMEDIATE` transaction that reads `user_version` again
+//!   under the write lock, so exactly one process migrates and the others see its version;
+//! - every transaction that reads and then writes is immediate too ([`write_tx`]).
+//!
+//! The audit log keeps small arguments and replaces large strings by their size and a short
+//! hash; forgetting a memory removes its text from turns, the outbox and the audit log
+//! ([`redact`] documents both).
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 pub mod conversations;
+pub mod fts;
 pub mod memory;
 pub mod productivity;
 pub mod readings;
+pub mod redact;
 pub mod schedules;
 pub mod session;
 pub mod subagents;
@@ -45,7 +57,13 @@ pub enum StoreError {
     /// A stored value could not be read back (bad JSON, bad time, bad cron).
     #[error("stored data is invalid: {0}")]
     Data(String),
+    /// A full-text query was refused (see [`fts`]); the caller's text is at fault, not the store.
+    #[error(transparent)]
+    Query(#[from] fts::QueryError),
 }
+
+/// How long a statement waits for another connection's lock before failing.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Numbered schema migrations. Append only: never edit a migration that has shipped.
 const MIGRATIONS: &[&str] = &[
@@ -79,6 +97,10 @@ const MIGRATIONS: &[&str] = &[
     watches::MIGRATION,
     // 10: the sub-agents `covo peer` runs.
     subagents::MIGRATION,
+    // 11: the full-text indexes drop a deleted row's terms at once instead of marking them
+    // deleted until a merge, so a forgotten text leaves no trace in them (SQLite 3.44+).
+    "INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+     INSERT INTO turns_fts(turns_fts, rank) VALUES ('secure-delete', 1);",
 ];
 
 /// The gateway's database.
@@ -96,11 +118,13 @@ pub struct AuditEntry<'a> {
     pub via: &'a str,
     /// The tool name as asked.
     pub tool: &'a str,
-    /// The arguments as received (JSON text).
+    /// The arguments as received (JSON text); stored capped and redacted
+    /// ([`redact::audit_args`]).
     pub args: &'a str,
     /// `ok`, or the error kind.
     pub outcome: &'a str,
-    /// The error message, when there was one.
+    /// The error message, when there was one; stored cut at
+    /// [`redact::AUDIT_DETAIL_CHARS`] characters.
     pub detail: Option<&'a str>,
     /// How long the call took, in microseconds.
     pub micros: u64,
@@ -115,9 +139,11 @@ impl Store {
         })?;
         let path = home.join("covo.db");
         let conn = Connection::open(&path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // First, so that every statement after it waits for another process's lock instead of
+        // failing with "database is locked".
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        enable_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Self::init(conn, Some(path))
     }
 
@@ -128,6 +154,9 @@ impl Store {
 
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Deleted and rewritten content is overwritten with zeros, so a forgotten text does not
+        // linger in free pages.
+        conn.pragma_update(None, "secure_delete", "ON")?;
         migrate(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
@@ -145,7 +174,7 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends one entry to the audit log.
+    /// Appends one entry to the audit log, its arguments capped and redacted (see [`redact`]).
     pub fn audit(&self, e: &AuditEntry<'_>) -> Result<(), StoreError> {
         self.conn()
             .prepare_cached(
@@ -157,25 +186,65 @@ impl Store {
                 e.session,
                 e.via,
                 e.tool,
-                e.args,
+                redact::audit_args(e.args),
                 e.outcome,
-                e.detail,
+                e.detail.map(redact::audit_detail),
                 e.micros as i64
             ])?;
         Ok(())
     }
 }
 
-fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let current: usize =
-        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
+/// Switches the database to WAL. The mode is persistent, so this changes only a fresh
+/// database. The switch needs an exclusive lock, and when other connections are opening the
+/// same fresh file SQLite reports it busy at once, without the busy handler, so the switch is
+/// retried (with a little jitter) until [`BUSY_TIMEOUT`].
+fn enable_wal(conn: &Connection) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                tracing::debug!("database busy while switching to WAL; retrying");
+                std::thread::sleep(std::time::Duration::from_millis(2 + fastrand::u64(..8)));
+            }
+            r => return Ok(r?),
+        }
     }
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // Versions only grow, so a database already at the last one needs no write lock.
+    if user_version(conn)? >= MIGRATIONS.len() {
+        return Ok(());
+    }
+    // Read the version again under the write lock: another process may have migrated since.
+    let tx = write_tx(conn)?;
+    let current = user_version(&tx)?;
+    if current >= MIGRATIONS.len() {
+        return Ok(());
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        tracing::debug!(migration = i + 1, "migrating the store");
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.commit()?;
     Ok(())
+}
+
+fn user_version(conn: &Connection) -> Result<usize, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize)
+}
+
+/// Begins a transaction that takes the write lock at once (`BEGIN IMMEDIATE`). Every
+/// transaction that reads and then writes uses it: a deferred one starts as a reader, and when
+/// another connection has written in between, its upgrade to a writer fails with "database is
+/// locked" at once, without waiting for the busy timeout.
+pub(crate) fn write_tx(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
 /// The current UTC time as RFC 3339 with millisecond precision, the store's one time format.
@@ -196,21 +265,6 @@ pub fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, StoreError> 
         .map_err(|e| StoreError::Data(format!("bad time '{s}': {e}")))
 }
 
-/// Turns free text into an FTS5 query of quoted terms joined by `op` (`OR` ranks partial
-/// matches, `AND` requires every term). `None` when the text has no searchable word.
-pub(crate) fn fts_query(text: &str, op: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{}\"", w.to_lowercase()))
-        .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(&format!(" {op} ")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +280,83 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v as usize, MIGRATIONS.len());
+    }
+
+    /// Runs `f(i)` on `n` threads that start together; returns the failures.
+    fn at_once<T: Send>(
+        n: usize,
+        f: impl Fn(usize) -> Result<T, StoreError> + Sync,
+    ) -> Vec<String> {
+        let start = std::sync::Barrier::new(n);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let (start, f) = (&start, &f);
+                    s.spawn(move || {
+                        start.wait();
+                        f(i).err().map(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().unwrap())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn many_connections_opening_a_fresh_database_at_once_all_succeed() {
+        for _ in 0..24 {
+            let dir = tempfile::tempdir().unwrap();
+            let failures = at_once(12, |i| {
+                let s = Store::open_in(dir.path())?;
+                s.store_memory(&format!("opened by {i}"), &[], None)
+            });
+            assert!(failures.is_empty(), "{failures:?}");
+            let s = Store::open_in(dir.path()).unwrap();
+            let n: i64 = s
+                .conn()
+                .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 12);
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_and_forgets_on_separate_connections_never_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open_in(dir.path()).unwrap());
+        let rounds = 25;
+        let failures = at_once(8, |i| {
+            let s = Store::open_in(dir.path())?;
+            for k in 0..rounds {
+                s.store_memory(&format!("keep t{i} r{k}"), &[], None)?;
+                let gone = s.store_memory(&format!("drop t{i} r{k}"), &[], None)?;
+                s.append_turn(&format!("t{i}"), "user", &format!("round {k}"))?;
+                if k % 2 == 0 {
+                    s.forget_memory(gone.id)?;
+                } else {
+                    let forgotten = s.forget_matching(&format!("drop t{i} r{k}"))?;
+                    assert_eq!(forgotten.len(), 1);
+                }
+                s.recall(&format!("t{i}"), None, 5)?;
+            }
+            Ok(())
+        });
+        assert!(
+            failures.is_empty(),
+            "{} failures: {failures:?}",
+            failures.len()
+        );
+        let s = Store::open_in(dir.path()).unwrap();
+        let texts: Vec<String> = {
+            let conn = s.conn();
+            let mut stmt = conn.prepare("SELECT text FROM memories").unwrap();
+            let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+            rows.collect::<Result<_, _>>().unwrap()
+        };
+        assert_eq!(texts.len(), 8 * rounds);
+        assert!(texts.iter().all(|t| t.starts_with("keep ")));
     }
 }

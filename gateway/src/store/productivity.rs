@@ -237,7 +237,7 @@ impl Store {
     ) -> Result<Option<Goal>, StoreError> {
         {
             let mut conn = self.conn();
-            let tx = conn.transaction()?;
+            let tx = super::write_tx(&mut conn)?;
             let now = fmt_time(chrono::Utc::now());
             let n = tx.execute(
                 "UPDATE goals SET status = COALESCE(?2, status), deadline = COALESCE(?3, deadline),
@@ -268,7 +268,7 @@ impl Store {
     ) -> Result<Card, StoreError> {
         let id = {
             let mut conn = self.conn();
-            let tx = conn.transaction()?;
+            let tx = super::write_tx(&mut conn)?;
             let now = fmt_time(chrono::Utc::now());
             tx.execute(
                 "INSERT OR IGNORE INTO kanban_columns (board, name) VALUES (?1, ?2)",
@@ -317,7 +317,7 @@ impl Store {
         };
         {
             let mut conn = self.conn();
-            let tx = conn.transaction()?;
+            let tx = super::write_tx(&mut conn)?;
             tx.execute(
                 "INSERT OR IGNORE INTO kanban_columns (board, name) VALUES (?1, ?2)",
                 params![card.board, column],

@@ -39,7 +39,7 @@ impl Store {
         quantities: &[(&str, f64, &str)],
     ) -> Result<(), StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = super::write_tx(&mut conn)?;
         {
             let mut st = tx.prepare_cached(
                 "INSERT INTO readings (sensor, quantity, value, unit, at) VALUES (?1, ?2, ?3, ?4, ?5)",

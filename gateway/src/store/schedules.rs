@@ -277,15 +277,7 @@ impl Store {
 
     /// The job with this id.
     pub fn schedule(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
-        let row = self
-            .conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1"),
-                [id],
-                raw,
-            )
-            .optional()?;
-        row.map(to_schedule).transpose()
+        schedule_in(&self.conn(), id)
     }
 
     /// Jobs ordered by next run: only active ones, or all with `include_inactive`.
@@ -325,45 +317,100 @@ impl Store {
         id: i64,
         ran_at: DateTime<Utc>,
     ) -> Result<Option<Schedule>, StoreError> {
-        let Some(job) = self.schedule(id)? else {
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let Some(job) = schedule_in(&tx, id)? else {
             return Ok(None);
         };
-        let (next, status) = match &job.trigger {
-            ScheduleTrigger::Cron(c) if job.status == "active" => (
-                Some(fmt_time(
-                    next_cron_run(c, ran_at).map_err(StoreError::Data)?,
-                )),
-                "active",
-            ),
-            ScheduleTrigger::Cron(_) => (None, job.status.as_str()),
-            ScheduleTrigger::At(_) => (
-                None,
-                if job.status == "active" {
-                    "done"
-                } else {
-                    job.status.as_str()
-                },
-            ),
+        mark_ran(&tx, &job, ran_at)?;
+        let job = schedule_in(&tx, id)?;
+        tx.commit()?;
+        Ok(job)
+    }
+
+    /// Claims every job due at `now` ([`Store::due_schedules`]) and marks each as run at `now`
+    /// ([`Store::mark_schedule_ran`]), in one write transaction: when several processes share
+    /// the database, each due job is claimed by exactly one of them. Returns the jobs as they
+    /// were when claimed.
+    pub fn claim_due_schedules(&self, now: DateTime<Utc>) -> Result<Vec<Schedule>, StoreError> {
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let rows: Vec<Raw> = {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT {COLUMNS} FROM schedules
+                 WHERE status = 'active' AND next_run IS NOT NULL AND next_run <= ?1
+                 ORDER BY next_run, id"
+            ))?;
+            let it = stmt.query_map([fmt_time(now)], raw)?;
+            it.collect::<Result<_, _>>()?
         };
-        self.conn().execute(
-            "UPDATE schedules SET last_run = ?2, runs = runs + 1, next_run = ?3, status = ?4
-             WHERE id = ?1",
-            params![id, fmt_time(ran_at), next, status],
-        )?;
-        self.schedule(id)
+        let due = rows
+            .into_iter()
+            .map(to_schedule)
+            .collect::<Result<Vec<_>, _>>()?;
+        for job in &due {
+            mark_ran(&tx, job, now)?;
+        }
+        tx.commit()?;
+        Ok(due)
     }
 
     /// Cancels a job; returns it as it was before, or `None` for an unknown job.
     pub fn cancel_schedule(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
-        let Some(job) = self.schedule(id)? else {
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let Some(job) = schedule_in(&tx, id)? else {
             return Ok(None);
         };
-        self.conn().execute(
+        tx.execute(
             "UPDATE schedules SET status = 'cancelled', next_run = NULL WHERE id = ?1",
             [id],
         )?;
+        tx.commit()?;
         Ok(Some(job))
     }
+}
+
+fn schedule_in(conn: &rusqlite::Connection, id: i64) -> Result<Option<Schedule>, StoreError> {
+    let row = conn
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1"),
+            [id],
+            raw,
+        )
+        .optional()?;
+    row.map(to_schedule).transpose()
+}
+
+/// Records a run of `job` at `ran_at` (see [`Store::mark_schedule_ran`]).
+fn mark_ran(
+    conn: &rusqlite::Connection,
+    job: &Schedule,
+    ran_at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let (next, status) = match &job.trigger {
+        ScheduleTrigger::Cron(c) if job.status == "active" => (
+            Some(fmt_time(
+                next_cron_run(c, ran_at).map_err(StoreError::Data)?,
+            )),
+            "active",
+        ),
+        ScheduleTrigger::Cron(_) => (None, job.status.as_str()),
+        ScheduleTrigger::At(_) => (
+            None,
+            if job.status == "active" {
+                "done"
+            } else {
+                job.status.as_str()
+            },
+        ),
+    };
+    conn.execute(
+        "UPDATE schedules SET last_run = ?2, runs = runs + 1, next_run = ?3, status = ?4
+         WHERE id = ?1",
+        params![job.id, fmt_time(ran_at), next, status],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ impl Store {
     pub fn replace_todos(&self, session: &str, items: &[Todo]) -> Result<Vec<Todo>, StoreError> {
         {
             let mut conn = self.conn();
-            let tx = conn.transaction()?;
+            let tx = super::write_tx(&mut conn)?;
             tx.execute("DELETE FROM todos WHERE session = ?1", [session])?;
             let now = fmt_time(chrono::Utc::now());
             for (i, t) in items.iter().enumerate() {

@@ -229,11 +229,19 @@ impl Store {
 
     /// Deletes a watch; `None` when there was none.
     pub fn delete_watch(&self, id: i64) -> Result<Option<Watch>, StoreError> {
-        let w = self.watch(id)?;
+        let mut conn = self.conn();
+        let tx = super::write_tx(&mut conn)?;
+        let w = tx
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM watches WHERE id = ?1"),
+                [id],
+                row,
+            )
+            .optional()?;
         if w.is_some() {
-            self.conn()
-                .execute("DELETE FROM watches WHERE id = ?1", [id])?;
+            tx.execute("DELETE FROM watches WHERE id = ?1", [id])?;
         }
+        tx.commit()?;
         Ok(w)
     }
 }

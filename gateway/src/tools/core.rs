@@ -36,7 +36,8 @@ fn conversation_search(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let limit = a.limit.unwrap_or(SEARCH_DEFAULT).clamp(1, SEARCH_MAX);
     let hits = cx
         .store()?
-        .search_turns(&a.query, a.conversation_id.as_deref(), limit)?;
+        .search_turns(&a.query, a.conversation_id.as_deref(), limit)
+        .map_err(|e| CallError::from_query(cx.tool.name, "/query", e))?;
     Ok(json!({ "count": hits.len(), "hits": hits }))
 }
 
@@ -409,6 +410,24 @@ mod tests {
         );
         assert_eq!(only["count"], 1);
         assert_eq!(only["hits"][0]["conversation_id"], "other");
+    }
+
+    #[test]
+    fn a_huge_conversation_search_query_is_capped_and_still_finds_the_turn() {
+        let (rt, _) = runtime(&[]);
+        let store = rt.store().unwrap();
+        store
+            .append_turn("s1", "user", "the greenhouse fan is noisy")
+            .unwrap();
+        let mut q = String::from("greenhouse");
+        for i in 0..59_999 {
+            q.push_str(&format!(" w{i}"));
+        }
+        let r = ok(&rt, "conversation_search", json!({"query": q}));
+        assert_eq!(r["count"], 1);
+        assert_eq!(r["hits"][0]["conversation_id"], "s1");
+        let e = err(&rt, "conversation_search", json!({"query": "-- ** --"}));
+        assert!(matches!(e, ToolError::InvalidArguments { .. }), "{e:?}");
     }
 
     #[test]

@@ -53,7 +53,10 @@ struct RecallArgs {
 fn memory_recall(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: RecallArgs = cx.args(args)?;
     let limit = a.limit.unwrap_or(RECALL_DEFAULT).clamp(1, RECALL_MAX);
-    let hits = cx.store()?.recall(&a.query, a.tag.as_deref(), limit)?;
+    let hits = cx
+        .store()?
+        .recall(&a.query, a.tag.as_deref(), limit)
+        .map_err(|e| CallError::from_query(cx.tool.name, "/query", e))?;
     Ok(json!({ "count": hits.len(), "memories": hits }))
 }
 
@@ -78,7 +81,9 @@ fn memory_forget(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             }
         },
         (None, Some(q)) => {
-            let gone = store.forget_matching(&q)?;
+            let gone = store
+                .forget_matching(&q)
+                .map_err(|e| CallError::from_query(cx.tool.name, "/query", e))?;
             if gone.is_empty() {
                 return Err(ToolError::NotFound {
                     what: "memory matching".into(),
@@ -94,6 +99,11 @@ fn memory_forget(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             )
         }
     };
+    // The texts stay out of the answer: it is stored as a turn, and the point was to forget them.
+    let deleted: Vec<Value> = deleted
+        .iter()
+        .map(|m| json!({ "id": m.id, "tags": m.tags, "created_at": m.created_at }))
+        .collect();
     Ok(json!({ "count": deleted.len(), "deleted": deleted }))
 }
 
@@ -310,7 +320,7 @@ mod tests {
             "memory_store",
             json!({"text": "wifi password is hunter2"}),
         );
-        ok(
+        let b = ok(
             &rt,
             "memory_store",
             json!({"text": "old wifi password was letmein"}),
@@ -321,13 +331,13 @@ mod tests {
             json!({"text": "the wifi channel is 6"}),
         );
         let r = ok(&rt, "memory_forget", json!({"id": a["id"]}));
-        assert_eq!(r["deleted"][0]["text"], "wifi password is hunter2");
+        assert_eq!(r["deleted"][0]["id"], a["id"]);
         let e = err(&rt, "memory_forget", json!({"id": a["id"]}));
         assert!(matches!(e, ToolError::NotFound { .. }));
         // Every word must match: the channel memory stays.
         let r = ok(&rt, "memory_forget", json!({"query": "wifi password"}));
         assert_eq!(r["count"], 1);
-        assert_eq!(r["deleted"][0]["text"], "old wifi password was letmein");
+        assert_eq!(r["deleted"][0]["id"], b["id"]);
         assert_eq!(
             ok(&rt, "memory_recall", json!({"query": "wifi"}))["count"],
             1
@@ -447,5 +457,156 @@ mod tests {
         );
         assert_eq!(r["method"], "model");
         assert_eq!(r["summary"], "model summary of 2 lines");
+    }
+
+    /// 60,000 words: the memory's word first, then 59,999 different words.
+    fn huge_query(first: &str) -> String {
+        let mut q = String::from(first);
+        for i in 0..59_999 {
+            q.push_str(&format!(" w{i}"));
+        }
+        q
+    }
+
+    #[test]
+    fn a_huge_recall_query_is_capped_and_still_finds_the_memory() {
+        let (rt, _) = runtime(&[]);
+        let m = ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        let r = ok(&rt, "memory_recall", json!({"query": huge_query("basil")}));
+        assert_eq!(r["count"], 1);
+        assert_eq!(r["memories"][0]["id"], m["id"]);
+        // Repeated words count once: 60,000 words of three distinct ones.
+        let repeated = "sun morning basil ".repeat(20_000);
+        let r = ok(&rt, "memory_recall", json!({"query": repeated}));
+        assert_eq!(r["count"], 1);
+    }
+
+    #[test]
+    fn a_huge_forget_query_of_few_words_forgets_and_of_many_words_is_refused() {
+        let (rt, _) = runtime(&[]);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        // Forgetting needs every word to match: dropping words would widen what is deleted.
+        let e = err(&rt, "memory_forget", json!({"query": huge_query("basil")}));
+        let ToolError::InvalidArguments { problems, .. } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(problems[0].path, "/query");
+        assert!(problems[0].problem.contains("at most 32"), "{problems:?}");
+        let r = ok(
+            &rt,
+            "memory_forget",
+            json!({"query": "basil sun ".repeat(30_000)}),
+        );
+        assert_eq!(r["count"], 1);
+    }
+
+    #[test]
+    fn a_query_without_a_searchable_word_is_an_invalid_argument() {
+        let (rt, _) = runtime(&[]);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": "The basil likes morning sun"}),
+        );
+        for tool in ["memory_recall", "memory_forget"] {
+            let e = err(&rt, tool, json!({"query": "!!! ... ???"}));
+            let ToolError::InvalidArguments { problems, .. } = e else {
+                panic!("{tool}: {e:?}")
+            };
+            assert_eq!(problems[0].path, "/query", "{tool}");
+            assert!(
+                problems[0].problem.contains("no searchable word"),
+                "{tool}: {problems:?}"
+            );
+        }
+    }
+
+    fn audit_args(rt: &crate::runtime::Runtime) -> Vec<(String, String)> {
+        let store = rt.store().unwrap();
+        let conn = store.conn();
+        let mut stmt = conn
+            .prepare("SELECT tool, args FROM audit ORDER BY id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn the_audit_log_keeps_small_arguments_and_redacts_large_strings() {
+        let (rt, _) = runtime(&[]);
+        let long = "my bank PIN and the alarm code are written here in full ".repeat(4);
+        ok(
+            &rt,
+            "memory_store",
+            json!({"text": long, "tags": ["private"]}),
+        );
+        ok(
+            &rt,
+            "memory_recall",
+            json!({"query": "alarm code", "limit": 3}),
+        );
+        let rows = audit_args(&rt);
+        assert_eq!(rows.len(), 2);
+        let stored: serde_json::Value = serde_json::from_str(&rows[0].1).unwrap();
+        assert!(!rows[0].1.contains("alarm"), "{}", rows[0].1);
+        let text = stored["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{} chars", long.trim().len()))
+                || text.contains(&format!("{} chars", long.len())),
+            "{text}"
+        );
+        assert!(text.contains("sha256"), "{text}");
+        assert_eq!(stored["tags"], json!(["private"]));
+        let recalled: serde_json::Value = serde_json::from_str(&rows[1].1).unwrap();
+        assert_eq!(recalled, json!({"query": "alarm code", "limit": 3}));
+    }
+
+    #[test]
+    fn memory_forget_removes_the_text_from_turns_and_the_audit_log() {
+        let (rt, _) = runtime(&[]);
+        let store = rt.store().unwrap();
+        let secret = "door code is 4711";
+        let m = ok(&rt, "memory_store", json!({"text": secret}));
+        store
+            .append_turn("s1", "user", "remember: door code is 4711, thanks")
+            .unwrap();
+        store
+            .append_turn(
+                "s1",
+                "assistant",
+                &format!("[tool call] memory_store {}", json!({"text": secret})),
+            )
+            .unwrap();
+        store
+            .append_turn("s1", "tool", &format!("memory_store: {m}"))
+            .unwrap();
+        store
+            .append_turn("s1", "user", "the door code is 47110 at the shed")
+            .unwrap();
+        let before = store.turns("s1").unwrap().len();
+        assert_eq!(store.search_turns("4711", None, 10).unwrap().len(), 2);
+        let r = ok(&rt, "memory_forget", json!({"id": m["id"]}));
+        assert_eq!(r["count"], 1);
+        assert!(!r.to_string().contains(secret), "{r}");
+        let turns = store.turns("s1").unwrap();
+        assert_eq!(turns.len(), before, "turns are redacted, not deleted");
+        assert_eq!(turns[0].content, "remember: [forgotten], thanks");
+        assert!(turns[1].content.contains("[forgotten]"));
+        assert!(turns[1].content.starts_with("[tool call] memory_store"));
+        // Only whole-word occurrences: another number is not this text.
+        assert_eq!(turns[3].content, "the door code is 47110 at the shed");
+        assert!(store.search_turns("4711", None, 10).unwrap().is_empty());
+        for (tool, args) in audit_args(&rt) {
+            assert!(!args.contains("4711"), "{tool}: {args}");
+            let _: serde_json::Value = serde_json::from_str(&args).unwrap();
+        }
     }
 }

@@ -153,6 +153,9 @@ fn open(path: &Path) -> Result<Connection, String> {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
     let db = Connection::open(path).map_err(|e| e.to_string())?;
+    // Wait for another process's lock rather than fail with "database is locked".
+    db.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
     db.execute_batch(
         "CREATE TABLE IF NOT EXISTS vectors (
              id INTEGER PRIMARY KEY,
