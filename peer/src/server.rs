@@ -3,11 +3,16 @@
 //! one peer, runs each tool on a blocking thread with the request's deadline, and answers on the
 //! request's response topic with its correlation data.
 //!
+//! Any client on the broker can publish a request, so the peer trusts none: its arguments are
+//! checked against the tool's schema from the catalog before the tool runs (`invalid_arguments`
+//! naming every problem).
+//!
 //! QoS 1 may deliver a request twice: requests are admitted through `covo_wire::dedup`, so a
 //! duplicate of a finished call gets the kept response again, a duplicate of a running call is
 //! dropped (its answer is on the way), and a tool never runs twice.
 
 use crate::backends::Backends;
+use crate::validate::Validators;
 use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
 pub use covo_wire::host::ToolHost;
@@ -68,6 +73,7 @@ struct PeerHandler {
     topics: Topics,
     id: String,
     dedup: Arc<Mutex<Dedup>>,
+    validators: Arc<Validators>,
     executed: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -133,6 +139,7 @@ impl Handler for PeerHandler {
             correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
         let host = self.host.clone();
         let dedup = self.dedup.clone();
+        let validators = self.validators.clone();
         let executed = self.executed.clone();
         let client = client.clone();
         let ms = if req.deadline_ms == 0 {
@@ -148,6 +155,10 @@ impl Handler for PeerHandler {
                     "unknown_tool",
                     format!("this peer does not serve '{}'", req.tool),
                 )
+            } else if let Err(e) = validators.check(&req.tool, &req.args) {
+                // The peer checks the arguments itself: the request may not come from a gateway
+                // that validated them.
+                Response::tool_error(&req.call_id, &e)
             } else {
                 executed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 match host.call(&req.tool, req.args, deadline) {
@@ -186,6 +197,7 @@ impl PeerServer {
             topics,
             id: opts.id.clone(),
             dedup: Arc::new(Mutex::new(Dedup::default())),
+            validators: Arc::new(Validators::default()),
             executed: executed.clone(),
         };
         let (tx, rx) = tokio::sync::oneshot::channel();

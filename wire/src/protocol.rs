@@ -140,7 +140,8 @@ pub struct Request {
     pub call_id: String,
     /// The tool's name.
     pub tool: String,
-    /// The arguments, already validated against the tool's schema by the gateway.
+    /// The arguments, already validated against the tool's schema by the gateway (a covo peer
+    /// checks them again: any client on the broker can publish a request).
     pub args: Value,
     /// The calling gateway's id.
     pub gateway: String,

@@ -1,6 +1,7 @@
 //! The peer-side tool backends: what `covo-peer` runs when the gateway forwards a call.
 //!
-//! Arguments arrive already validated against the tool's parameter schema (see `covo::tools`).
+//! Arguments arrive already validated against the tool's parameter schema: by the gateway's
+//! pipeline, and again by the server (`crate::validate`) for a request from the broker.
 //! A tool is listed by [`Backends::tools`] only when its backend is configured and usable on
 //! this machine; nothing is ever faked:
 //! - `plot_series`, `web_fetch`: always (pure Rust).
