@@ -3,7 +3,9 @@
 //! one peer, runs each tool on a blocking thread with the request's deadline, and answers on the
 //! request's response topic with its correlation data.
 //!
-//! Any client on the broker can publish a request, so the peer trusts none: its arguments are
+//! Any client on the broker can publish a request, so the peer trusts none: a request is
+//! answered only on its gateway's own response topic (`P/G/peer/res` for a request on
+//! `P/G/peer/req`; any other is refused and logged, with no publish), and its arguments are
 //! checked against the tool's schema from the catalog before the tool runs (`invalid_arguments`
 //! naming every problem).
 //!
@@ -17,7 +19,7 @@ use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
 pub use covo_wire::host::ToolHost;
 use covo_wire::mqtt::{options, spawn_driver, status_will, BrokerAuth, Handler, Stop};
-use covo_wire::protocol::{self, Response, Status, Topics};
+use covo_wire::protocol::{self, ReplyRefused, Response, Status, Topics};
 use rumqttc::v5::mqttbytes::v5::Publish;
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::AsyncClient;
@@ -109,14 +111,20 @@ impl Handler for PeerHandler {
 
     fn publish(&mut self, client: &AsyncClient, p: Publish) {
         let topic = String::from_utf8_lossy(&p.topic).into_owned();
-        let Some(gateway) = self.topics.gateway_of_request(&topic).map(str::to_string) else {
-            return;
-        };
         let props = p.properties.clone().unwrap_or_default();
-        let res_topic = props
-            .response_topic
-            .clone()
-            .unwrap_or_else(|| self.topics.response(&gateway));
+        // Answers go only to the requesting gateway's own response topic: any client can
+        // publish a request, and must not make the peer publish anywhere else.
+        let res_topic = match self
+            .topics
+            .peer_reply_topic(&topic, props.response_topic.as_deref())
+        {
+            Ok(t) => t,
+            Err(ReplyRefused::NotARequest { .. }) => return,
+            Err(e) => {
+                tracing::warn!(topic, error = %e, "peer request refused: its response topic is not its gateway's");
+                return;
+            }
+        };
         let correlation = props.correlation_data.clone();
         let admit = self
             .dedup

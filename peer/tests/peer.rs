@@ -871,3 +871,70 @@ fn the_peer_validates_arguments_itself_and_answers_every_problem_without_running
     assert_eq!(answer["ok"], true, "{answer}");
     assert_eq!(host.count(), 1);
 }
+
+#[test]
+fn a_request_whose_response_topic_is_not_its_gateways_is_refused_without_a_publish() {
+    let broker = Mosquitto::start();
+    let (_server, host, raw) = raw_peer(&broker);
+    let topics = Topics::new("covo");
+    let req = |id: &str| Request {
+        call_id: id.into(),
+        tool: "plot_series".into(),
+        args: plot_args(),
+        gateway: "gwraw".into(),
+        deadline_ms: 5000,
+    };
+    // Another gateway's response topic, another branch of the tree, a chat topic, a topic
+    // outside the prefix: the peer publishes to none of them. A malformed payload with a
+    // foreign response topic gets no `bad_request` there either.
+    let foreign = [
+        topics.response("gw-victim"),
+        "covo/gwraw/chat/in".to_string(),
+        "covo/gwraw/peer/res/x".to_string(),
+        "elsewhere/relay/on".to_string(),
+    ];
+    for (i, topic) in foreign.iter().enumerate() {
+        send_raw(&raw, "gwraw", &req(&format!("foreign-{i}")), topic);
+    }
+    raw.client
+        .publish_with_properties(
+            topics.request("gwraw"),
+            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            false,
+            b"not json".to_vec(),
+            props("elsewhere/relay/on", "junk"),
+        )
+        .unwrap();
+    // Then a proper one, answered on its own branch: everything before it was handled by now.
+    send_raw(&raw, "gwraw", &req("proper"), &topics.response("gwraw"));
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut answered = false;
+    while let Ok(m) = raw
+        .rx
+        .recv_timeout(end.saturating_duration_since(Instant::now()))
+    {
+        if m.topic.ends_with("/peer/req") || m.topic.ends_with("/status") {
+            continue;
+        }
+        assert_eq!(
+            m.topic,
+            topics.response("gwraw"),
+            "published to a foreign topic: {}",
+            String::from_utf8_lossy(&m.payload)
+        );
+        let r: Response = serde_json::from_slice(&m.payload).unwrap();
+        assert_eq!(r.call_id, "proper");
+        answered = true;
+        break;
+    }
+    assert!(answered, "the proper request was answered");
+    // Nothing else arrives late.
+    while let Ok(m) = raw.rx.recv_timeout(Duration::from_millis(300)) {
+        assert!(
+            m.topic.ends_with("/peer/req") || m.topic.ends_with("/status"),
+            "late publish on {}",
+            m.topic
+        );
+    }
+    assert_eq!(host.count(), 1, "only the proper request ran");
+}
