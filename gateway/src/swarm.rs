@@ -5,15 +5,16 @@
 //! [`Member`](crate::link::Member)s. A call to gateway `G` is a peer-protocol request on
 //! `P/G/swarm/req` with the caller's `P/C/swarm/res` as its MQTT 5 response topic. `covo run` on
 //! `G` answers it here, through `G`'s own pipeline (`Via::Remote`): schema, `[swarm] expose`,
-//! `G`'s board policy, `G`'s approver, audit. A QoS 1 redelivery is answered from the dedup
-//! cache, so a call never runs twice.
+//! `G`'s board policy, `G`'s approver, audit. The answer goes only to the caller's own
+//! `P/C/swarm/res`; a request asking for any other response topic is refused unanswered. A QoS 1
+//! redelivery is answered from the dedup cache, so a call never runs twice.
 
 use crate::error::CallError;
 use crate::exec::Session;
 use crate::link::{Message, PeerLink};
 use crate::runtime::{Runtime, Via};
-use covo_wire::dedup::{Admit, Dedup};
-use covo_wire::protocol::{Request, Response};
+use covo_wire::dedup::{parse_request, Admit, Dedup};
+use covo_wire::protocol::{Request, Response, Topics};
 use std::sync::Mutex;
 
 /// What answers swarm calls on one gateway.
@@ -26,7 +27,8 @@ pub struct SwarmServer {
 pub enum Admission {
     /// A new call: run it, then [`SwarmServer::finish`].
     Run(Request, Reply),
-    /// Already answered, or already running, or unanswerable: nothing to run.
+    /// Already answered, already running, or refused (not a request, or a response topic
+    /// that is not the caller's): nothing to run.
     Done,
 }
 
@@ -42,7 +44,10 @@ impl SwarmServer {
         Self::default()
     }
 
-    /// Parses `msg`; answers malformed requests and duplicates right away (never blocks).
+    /// Parses `msg`; answers duplicates right away (never blocks). A request is answered only
+    /// on its caller's own swarm response topic (`P/C/swarm/res`, `C` its `gateway`): one that
+    /// asks for another topic, or names no valid caller, is refused with no publish and logged,
+    /// so no client can make this gateway publish where `[mqtt] publish_allow` would refuse.
     pub fn admit(&self, link: &PeerLink, msg: &Message) -> Admission {
         let Some(topic) = msg.response_topic.clone() else {
             tracing::warn!(
@@ -51,6 +56,27 @@ impl SwarmServer {
             );
             return Admission::Done;
         };
+        let req = match parse_request(&msg.payload, msg.correlation.as_deref()) {
+            Ok(req) => req,
+            Err(_) => {
+                // Not a request: it names no caller, so there is no topic it may be answered on.
+                tracing::warn!(
+                    topic = msg.topic,
+                    response_topic = topic,
+                    "swarm request refused: not a request, so its caller is unknown"
+                );
+                return Admission::Done;
+            }
+        };
+        if let Err(e) = Topics::new(link.prefix()).swarm_reply_topic(&req.gateway, &topic) {
+            tracing::warn!(
+                from = req.gateway,
+                call_id = req.call_id,
+                error = %e,
+                "swarm request refused: its response topic is not the caller's"
+            );
+            return Admission::Done;
+        }
         let reply = Reply {
             topic,
             correlation: msg.correlation.clone(),
@@ -59,7 +85,7 @@ impl SwarmServer {
             .dedup
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .admit_request(&msg.payload, reply.correlation.as_deref());
+            .admit_parsed(req);
         match admit {
             Admit::Run(req) => Admission::Run(req, reply),
             Admit::Answer(r) => {

@@ -1078,3 +1078,110 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+#[test]
+fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
+    let broker = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n[run]\ntelemetry_secs = 3600\n",
+        broker.url()
+    );
+    let child = covo(dir.path(), &cfg)
+        .args(["run", "--profile", "full"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    status
+        .next_on("covo/gateways/gw1/status", Duration::from_secs(10))
+        .expect("birth");
+    let obs = raw(broker.port(), "#");
+    let send = |call_id: &str, gateway: &str, response_topic: &str, payload: Option<&str>| {
+        let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+            response_topic: Some(response_topic.into()),
+            correlation_data: Some(call_id.to_string().into()),
+            ..Default::default()
+        };
+        let body = payload.map(str::to_string).unwrap_or_else(|| {
+            json!({"call_id": call_id, "tool": "board_info", "args": {},
+                   "gateway": gateway, "deadline_ms": 5000})
+            .to_string()
+        });
+        obs.client
+            .publish_with_properties("covo/gw1/swarm/req", QoS::AtLeastOnce, false, body, props)
+            .unwrap();
+    };
+    // The daemon's subscription is in place once a proper call is answered.
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        send("warm-up", "tester", "covo/tester/swarm/res", None);
+        if let Some((a, _)) = obs.next_on("covo/tester/swarm/res", Duration::from_millis(500)) {
+            assert_eq!(a["ok"], true, "{a}");
+            break;
+        }
+        assert!(Instant::now() < end, "no swarm answer");
+    }
+    while obs.rx.recv_timeout(Duration::from_millis(300)).is_ok() {}
+
+    // Response topics that are not the calling gateway's swarm response topic: another
+    // gateway's, this gateway's chat input, a peer branch, a topic outside the prefix, and
+    // one that a gateway id with a slash would make.
+    let foreign = [
+        ("f1", "tester", "covo/other/swarm/res"),
+        ("f2", "tester", "covo/gw1/chat/in"),
+        ("f3", "tester", "covo/tester/peer/res"),
+        ("f4", "tester", "elsewhere/relay/on"),
+        ("f5", "a/b", "covo/a/b/swarm/res"),
+    ];
+    for (id, gw, topic) in foreign {
+        send(id, gw, topic, None);
+    }
+    // A malformed request gets no `bad_request` on a foreign topic either.
+    send("f6", "", "elsewhere/relay/on", Some("not json"));
+    send("last", "tester", "covo/tester/swarm/res", None);
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut answered = false;
+    while let Ok(m) = obs
+        .rx
+        .recv_timeout(end.saturating_duration_since(Instant::now()))
+    {
+        assert!(
+            !foreign.iter().any(|(_, _, t)| m.topic == *t),
+            "published on {}: {}",
+            m.topic,
+            String::from_utf8_lossy(&m.payload)
+        );
+        if m.topic == "covo/tester/swarm/res" {
+            let v: Value = serde_json::from_slice(&m.payload).unwrap();
+            assert_eq!(v["call_id"], "last", "{v}");
+            answered = true;
+            // Anything refused was handled before `last`; give late publishes a moment.
+            let late = Instant::now() + Duration::from_millis(500);
+            while let Ok(m) = obs
+                .rx
+                .recv_timeout(late.saturating_duration_since(Instant::now()))
+            {
+                assert!(
+                    !foreign.iter().any(|(_, _, t)| m.topic == *t)
+                        && m.topic != "covo/tester/swarm/res",
+                    "late publish on {}",
+                    m.topic
+                );
+            }
+            break;
+        }
+    }
+    assert!(answered, "the proper call was answered");
+    let (code, err) = terminate(child);
+    assert_eq!(code, Some(0), "stderr: {err}");
+    assert!(
+        err.contains("response topic"),
+        "the refusals are logged: {err}"
+    );
+    assert_eq!(
+        audit_count(&dir.path().join("home"), "remote", "board_info"),
+        2,
+        "only the two proper calls ran"
+    );
+}

@@ -6,6 +6,7 @@
 //! - `backends`: the peer-side tools (web, media, code, plots, semantic memory, the code graph,
 //!   `test_generate` and sub-agents on the peer's own model).
 //! - `config`: `[peer]` of `covo.toml`.
+//! - `validate`: every request's arguments against its tool's schema from the catalog.
 //!
 //! The gateway never depends on this crate: none of these backends is linked into the `covo`
 //! binary that runs on a board.
@@ -15,3 +16,4 @@
 pub mod backends;
 pub mod config;
 pub mod server;
+pub mod validate;

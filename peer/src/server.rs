@@ -3,16 +3,23 @@
 //! one peer, runs each tool on a blocking thread with the request's deadline, and answers on the
 //! request's response topic with its correlation data.
 //!
+//! Any client on the broker can publish a request, so the peer trusts none: a request is
+//! answered only on its gateway's own response topic (`P/G/peer/res` for a request on
+//! `P/G/peer/req`; any other is refused and logged, with no publish), and its arguments are
+//! checked against the tool's schema from the catalog before the tool runs (`invalid_arguments`
+//! naming every problem).
+//!
 //! QoS 1 may deliver a request twice: requests are admitted through `covo_wire::dedup`, so a
 //! duplicate of a finished call gets the kept response again, a duplicate of a running call is
 //! dropped (its answer is on the way), and a tool never runs twice.
 
 use crate::backends::Backends;
+use crate::validate::Validators;
 use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
 pub use covo_wire::host::ToolHost;
 use covo_wire::mqtt::{options, spawn_driver, status_will, BrokerAuth, Handler, Stop};
-use covo_wire::protocol::{self, Response, Status, Topics};
+use covo_wire::protocol::{self, ReplyRefused, Response, Status, Topics};
 use rumqttc::v5::mqttbytes::v5::Publish;
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::AsyncClient;
@@ -68,6 +75,7 @@ struct PeerHandler {
     topics: Topics,
     id: String,
     dedup: Arc<Mutex<Dedup>>,
+    validators: Arc<Validators>,
     executed: Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -103,14 +111,20 @@ impl Handler for PeerHandler {
 
     fn publish(&mut self, client: &AsyncClient, p: Publish) {
         let topic = String::from_utf8_lossy(&p.topic).into_owned();
-        let Some(gateway) = self.topics.gateway_of_request(&topic).map(str::to_string) else {
-            return;
-        };
         let props = p.properties.clone().unwrap_or_default();
-        let res_topic = props
-            .response_topic
-            .clone()
-            .unwrap_or_else(|| self.topics.response(&gateway));
+        // Answers go only to the requesting gateway's own response topic: any client can
+        // publish a request, and must not make the peer publish anywhere else.
+        let res_topic = match self
+            .topics
+            .peer_reply_topic(&topic, props.response_topic.as_deref())
+        {
+            Ok(t) => t,
+            Err(ReplyRefused::NotARequest { .. }) => return,
+            Err(e) => {
+                tracing::warn!(topic, error = %e, "peer request refused: its response topic is not its gateway's");
+                return;
+            }
+        };
         let correlation = props.correlation_data.clone();
         let admit = self
             .dedup
@@ -133,6 +147,7 @@ impl Handler for PeerHandler {
             correlation.or_else(|| Some(bytes::Bytes::from(req.call_id.clone().into_bytes())));
         let host = self.host.clone();
         let dedup = self.dedup.clone();
+        let validators = self.validators.clone();
         let executed = self.executed.clone();
         let client = client.clone();
         let ms = if req.deadline_ms == 0 {
@@ -148,6 +163,10 @@ impl Handler for PeerHandler {
                     "unknown_tool",
                     format!("this peer does not serve '{}'", req.tool),
                 )
+            } else if let Err(e) = validators.check(&req.tool, &req.args) {
+                // The peer checks the arguments itself: the request may not come from a gateway
+                // that validated them.
+                Response::tool_error(&req.call_id, &e)
             } else {
                 executed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 match host.call(&req.tool, req.args, deadline) {
@@ -186,6 +205,7 @@ impl PeerServer {
             topics,
             id: opts.id.clone(),
             dedup: Arc::new(Mutex::new(Dedup::default())),
+            validators: Arc::new(Validators::default()),
             executed: executed.clone(),
         };
         let (tx, rx) = tokio::sync::oneshot::channel();

@@ -793,3 +793,148 @@ fn an_answer_larger_than_an_mqtt_packet_arrives_whole_in_chunks() {
         .unwrap();
     assert_eq!(v["tool"], "plot_series");
 }
+
+/// A peer with `TestHost` and a raw client watching everything under `covo/` and `elsewhere/`;
+/// returns once the peer's subscription is in place.
+fn raw_peer(broker: &Mosquitto) -> (PeerServer, Arc<TestHost>, covo_tests::broker::Raw) {
+    let host = TestHost::new(Duration::ZERO);
+    let server = peer(broker, "p-raw", host.clone());
+    let births = covo_tests::broker::raw(broker.port(), &Topics::new("covo").peer_status("p-raw"));
+    births
+        .rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("birth");
+    let raw = covo_tests::broker::raw(broker.port(), "#");
+    (server, host, raw)
+}
+
+/// Publishes `req` on gateway `gw`'s request topic with `response_topic`.
+fn send_raw(raw: &covo_tests::broker::Raw, gw: &str, req: &Request, response_topic: &str) {
+    raw.client
+        .publish_with_properties(
+            Topics::new("covo").request(gw),
+            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            false,
+            serde_json::to_vec(req).unwrap(),
+            props(response_topic, &req.call_id),
+        )
+        .unwrap();
+}
+
+#[test]
+fn the_peer_validates_arguments_itself_and_answers_every_problem_without_running() {
+    let broker = Mosquitto::start();
+    let (_server, host, raw) = raw_peer(&broker);
+    let res = Topics::new("covo").response("gwraw");
+    // A client that skips the gateway's pipeline: `series` missing, `title` not a string and an
+    // unknown property.
+    let req = Request {
+        call_id: "bad-args".into(),
+        tool: "plot_series".into(),
+        args: json!({"title": 1, "colour": "red"}),
+        gateway: "gwraw".into(),
+        deadline_ms: 5000,
+    };
+    send_raw(&raw, "gwraw", &req, &res);
+    let (answer, _) = raw
+        .next_on(&res, Duration::from_secs(5))
+        .expect("an answer");
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert_eq!(answer["error"]["kind"], "invalid_arguments", "{answer}");
+    let detail = &answer["error"]["detail"];
+    assert_eq!(detail["kind"], "invalid_arguments", "{answer}");
+    assert_eq!(detail["tool"], "plot_series", "{answer}");
+    let problems = detail["problems"].as_array().unwrap();
+    let paths: Vec<&str> = problems
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"/title"), "{answer}");
+    assert!(problems.len() >= 3, "every problem is named: {answer}");
+    let text = answer.to_string();
+    assert!(
+        text.contains("series") && text.contains("colour"),
+        "{answer}"
+    );
+    assert_eq!(host.count(), 0, "an invalid call never runs");
+
+    // A valid call on the same link still runs.
+    let ok = Request {
+        call_id: "good-args".into(),
+        args: plot_args(),
+        ..req
+    };
+    send_raw(&raw, "gwraw", &ok, &res);
+    let (answer, _) = raw
+        .next_on(&res, Duration::from_secs(5))
+        .expect("an answer");
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(host.count(), 1);
+}
+
+#[test]
+fn a_request_whose_response_topic_is_not_its_gateways_is_refused_without_a_publish() {
+    let broker = Mosquitto::start();
+    let (_server, host, raw) = raw_peer(&broker);
+    let topics = Topics::new("covo");
+    let req = |id: &str| Request {
+        call_id: id.into(),
+        tool: "plot_series".into(),
+        args: plot_args(),
+        gateway: "gwraw".into(),
+        deadline_ms: 5000,
+    };
+    // Another gateway's response topic, another branch of the tree, a chat topic, a topic
+    // outside the prefix: the peer publishes to none of them. A malformed payload with a
+    // foreign response topic gets no `bad_request` there either.
+    let foreign = [
+        topics.response("gw-victim"),
+        "covo/gwraw/chat/in".to_string(),
+        "covo/gwraw/peer/res/x".to_string(),
+        "elsewhere/relay/on".to_string(),
+    ];
+    for (i, topic) in foreign.iter().enumerate() {
+        send_raw(&raw, "gwraw", &req(&format!("foreign-{i}")), topic);
+    }
+    raw.client
+        .publish_with_properties(
+            topics.request("gwraw"),
+            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            false,
+            b"not json".to_vec(),
+            props("elsewhere/relay/on", "junk"),
+        )
+        .unwrap();
+    // Then a proper one, answered on its own branch: everything before it was handled by now.
+    send_raw(&raw, "gwraw", &req("proper"), &topics.response("gwraw"));
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut answered = false;
+    while let Ok(m) = raw
+        .rx
+        .recv_timeout(end.saturating_duration_since(Instant::now()))
+    {
+        if m.topic.ends_with("/peer/req") || m.topic.ends_with("/status") {
+            continue;
+        }
+        assert_eq!(
+            m.topic,
+            topics.response("gwraw"),
+            "published to a foreign topic: {}",
+            String::from_utf8_lossy(&m.payload)
+        );
+        let r: Response = serde_json::from_slice(&m.payload).unwrap();
+        assert_eq!(r.call_id, "proper");
+        answered = true;
+        break;
+    }
+    assert!(answered, "the proper request was answered");
+    // Nothing else arrives late.
+    while let Ok(m) = raw.rx.recv_timeout(Duration::from_millis(300)) {
+        assert!(
+            m.topic.ends_with("/peer/req") || m.topic.ends_with("/status"),
+            "late publish on {}",
+            m.topic
+        );
+    }
+    assert_eq!(host.count(), 1, "only the proper request ran");
+}

@@ -158,6 +158,8 @@ id = "cloud"
 base_url = "{llm}"
 model = "scripted"
 max_retries = 0
+[peer.backends.web_fetch]
+allow_hosts = ["127.0.0.1"]   # the fake cloud is on loopback, refused unless allowed
 [peer.backends.web_search]
 searxng_url = "{cloud}"
 [peer.backends.openai]

@@ -39,6 +39,20 @@ pub type Answer = (u16, &'static str, Vec<u8>);
 
 /// Serves until the test ends; returns the base URL and the requests seen so far.
 pub fn serve(answer: impl Fn(&Seen) -> Answer + Send + 'static) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    serve_with_headers(move |s| {
+        let (status, ct, body) = answer(s);
+        (status, vec![("Content-Type", ct.to_string())], body)
+    })
+}
+
+/// An answer with any headers: status, headers, body.
+pub type FullAnswer = (u16, Vec<(&'static str, String)>, Vec<u8>);
+
+/// [`serve`] with the headers of each answer chosen by the closure (e.g. a redirect's
+/// `Location`).
+pub fn serve_with_headers(
+    answer: impl Fn(&Seen) -> FullAnswer + Send + 'static,
+) -> (String, Arc<Mutex<Vec<Seen>>>) {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let port = server.server_addr().to_ip().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -57,11 +71,12 @@ pub fn serve(answer: impl Fn(&Seen) -> Answer + Send + 'static) -> (String, Arc<
                     .collect(),
                 body,
             };
-            let (status, ct, data) = answer(&s);
+            let (status, headers, data) = answer(&s);
             log.lock().unwrap().push(s);
-            let resp = tiny_http::Response::from_data(data)
-                .with_status_code(status)
-                .with_header(tiny_http::Header::from_bytes("Content-Type", ct).unwrap());
+            let mut resp = tiny_http::Response::from_data(data).with_status_code(status);
+            for (k, v) in headers {
+                resp = resp.with_header(tiny_http::Header::from_bytes(k, v).unwrap());
+            }
             let _ = req.respond(resp);
         }
     });

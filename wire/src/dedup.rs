@@ -39,22 +39,32 @@ pub enum Admit {
     Drop,
 }
 
+/// Parses a request payload; a malformed one gives the `bad_request` answer instead, its call
+/// id taken from the correlation data.
+pub fn parse_request(payload: &[u8], correlation: Option<&[u8]>) -> Result<Request, Box<Response>> {
+    serde_json::from_slice(payload).map_err(|e| {
+        let id = correlation
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .unwrap_or_default();
+        Box::new(Response::err(
+            &id,
+            "bad_request",
+            format!("not a request: {e}"),
+        ))
+    })
+}
+
 impl Dedup {
     /// Parses a request payload and checks its call id against the recent ones.
     pub fn admit_request(&mut self, payload: &[u8], correlation: Option<&[u8]>) -> Admit {
-        let req: Request = match serde_json::from_slice(payload) {
-            Ok(r) => r,
-            Err(e) => {
-                let id = correlation
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .unwrap_or_default();
-                return Admit::Answer(Response::err(
-                    &id,
-                    "bad_request",
-                    format!("not a request: {e}"),
-                ));
-            }
-        };
+        match parse_request(payload, correlation) {
+            Ok(req) => self.admit_parsed(req),
+            Err(bad) => Admit::Answer(*bad),
+        }
+    }
+
+    /// Checks a parsed request's call id against the recent ones.
+    pub fn admit_parsed(&mut self, req: Request) -> Admit {
         match self.admit(&req.call_id) {
             None => Admit::Run(req),
             Some(Some(kept)) => Admit::Answer(kept),

@@ -11,6 +11,38 @@ pub const VERSION: u32 = 1;
 /// The shared-subscription group every peer joins, so each request goes to one peer.
 pub const SHARE_GROUP: &str = "covo-peers";
 
+/// Whether `id` may name a gateway or a peer in a topic: not empty, and none of `/ + # $`.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && !id.contains(['/', '+', '#', '$'])
+}
+
+/// Why a request's answer may not go to the response topic it asked for: answers go only to
+/// the caller's own response branch, so no client can make a peer or a gateway publish
+/// elsewhere (where `[mqtt] publish_allow` or a broker ACL would refuse it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyRefused {
+    /// The request did not come on a gateway's request topic.
+    #[error("'{topic}' is not a request topic")]
+    NotARequest {
+        /// The topic it came on.
+        topic: String,
+    },
+    /// The caller's id cannot name a topic level.
+    #[error("the caller id '{id}' is not a valid topic level (empty, or has one of / + # $)")]
+    BadId {
+        /// The id the request gave.
+        id: String,
+    },
+    /// The response topic is not the caller's own.
+    #[error("response topic '{topic}' is not the caller's '{expected}'")]
+    Foreign {
+        /// The response topic the request asked for.
+        topic: String,
+        /// The only one it may ask for.
+        expected: String,
+    },
+}
+
 /// Topic names under a prefix (default `covo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topics {
@@ -93,6 +125,52 @@ impl Topics {
         let id = rest.strip_suffix("/peer/req")?;
         (!id.is_empty() && !id.contains('/')).then_some(id)
     }
+
+    /// Where a peer answers a request that came on `request_topic` (`P/G/peer/req`) asking for
+    /// `response_topic`: only gateway `G`'s own `P/G/peer/res`, which is also the default when
+    /// the request names none.
+    pub fn peer_reply_topic(
+        &self,
+        request_topic: &str,
+        response_topic: Option<&str>,
+    ) -> Result<String, ReplyRefused> {
+        let gateway = self
+            .gateway_of_request(request_topic)
+            .filter(|g| valid_id(g))
+            .ok_or_else(|| ReplyRefused::NotARequest {
+                topic: request_topic.into(),
+            })?;
+        let expected = self.response(gateway);
+        match response_topic {
+            None => Ok(expected),
+            Some(t) if t == expected => Ok(expected),
+            Some(t) => Err(ReplyRefused::Foreign {
+                topic: t.into(),
+                expected,
+            }),
+        }
+    }
+
+    /// Whether a swarm request from gateway `caller` (its payload's `gateway`) may be answered
+    /// on `response_topic`: only on the caller's own `P/C/swarm/res`.
+    pub fn swarm_reply_topic(
+        &self,
+        caller: &str,
+        response_topic: &str,
+    ) -> Result<(), ReplyRefused> {
+        if !valid_id(caller) {
+            return Err(ReplyRefused::BadId { id: caller.into() });
+        }
+        let expected = self.swarm_response(caller);
+        if response_topic == expected {
+            Ok(())
+        } else {
+            Err(ReplyRefused::Foreign {
+                topic: response_topic.into(),
+                expected,
+            })
+        }
+    }
 }
 
 /// A birth (`online`, with the tools served) or a death (`offline`, the Will).
@@ -140,7 +218,8 @@ pub struct Request {
     pub call_id: String,
     /// The tool's name.
     pub tool: String,
-    /// The arguments, already validated against the tool's schema by the gateway.
+    /// The arguments, already validated against the tool's schema by the gateway (a covo peer
+    /// checks them again: any client on the broker can publish a request).
     pub args: Value,
     /// The calling gateway's id.
     pub gateway: String,
@@ -264,5 +343,69 @@ mod tests {
         );
         let ok: Response = serde_json::from_str(r#"{"call_id":"c","ok":true,"result":1}"#).unwrap();
         assert_eq!(ok, Response::ok("c", serde_json::json!(1)));
+    }
+
+    #[test]
+    fn answers_go_only_to_the_callers_own_response_topic() {
+        let t = Topics::new("covo");
+        // A peer request names its gateway in its topic; the answer goes to that gateway's
+        // response topic, which is also the default.
+        let req = t.request("gw1");
+        assert_eq!(
+            t.peer_reply_topic(&req, None),
+            Ok("covo/gw1/peer/res".into())
+        );
+        assert_eq!(
+            t.peer_reply_topic(&req, Some("covo/gw1/peer/res")),
+            Ok("covo/gw1/peer/res".into())
+        );
+        for foreign in [
+            "covo/gw2/peer/res",
+            "covo/gw1/peer/res/x",
+            "covo/gw1/chat/in",
+            "covo/gw1/swarm/res",
+            "elsewhere/relay/on",
+            "",
+        ] {
+            assert_eq!(
+                t.peer_reply_topic(&req, Some(foreign)),
+                Err(ReplyRefused::Foreign {
+                    topic: foreign.into(),
+                    expected: "covo/gw1/peer/res".into()
+                }),
+                "{foreign}"
+            );
+        }
+        assert!(matches!(
+            t.peer_reply_topic("covo/a/b/peer/req", None),
+            Err(ReplyRefused::NotARequest { .. })
+        ));
+        // A swarm request names its caller in its payload; the answer goes to the caller's
+        // swarm response topic, and the caller must be a valid id.
+        assert_eq!(t.swarm_reply_topic("gw2", "covo/gw2/swarm/res"), Ok(()));
+        for foreign in [
+            "covo/gw3/swarm/res",
+            "covo/gw2/peer/res",
+            "covo/gw2/chat/in",
+        ] {
+            assert!(
+                matches!(
+                    t.swarm_reply_topic("gw2", foreign),
+                    Err(ReplyRefused::Foreign { .. })
+                ),
+                "{foreign}"
+            );
+        }
+        for bad in ["", "a/b", "+", "#", "$SYS", "gw+1"] {
+            let topic = t.swarm_response(bad);
+            assert!(
+                matches!(
+                    t.swarm_reply_topic(bad, &topic),
+                    Err(ReplyRefused::BadId { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(valid_id("greenhouse-1") && !valid_id("a/b") && !valid_id(""));
     }
 }

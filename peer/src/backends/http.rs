@@ -165,13 +165,19 @@ pub(super) fn client(
     timeout: Duration,
     user_agent: String,
 ) -> Result<reqwest::Client, ToolError> {
+    builder(timeout, user_agent)
+        .build()
+        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))
+}
+
+/// What [`client`] builds, for a backend that sets more (`web_fetch`: no redirects, no proxy,
+/// pinned addresses).
+pub(super) fn builder(timeout: Duration, user_agent: String) -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(user_agent)
-        .build()
-        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))
 }
 
 /// A transport failure (timeout, refused connection, …) as the error the model sees.

@@ -1,9 +1,11 @@
 //! The peer-side tool backends: what `covo-peer` runs when the gateway forwards a call.
 //!
-//! Arguments arrive already validated against the tool's parameter schema (see `covo::tools`).
+//! Arguments arrive already validated against the tool's parameter schema: by the gateway's
+//! pipeline, and again by the server (`crate::validate`) for a request from the broker.
 //! A tool is listed by [`Backends::tools`] only when its backend is configured and usable on
 //! this machine; nothing is ever faked:
-//! - `plot_series`, `web_fetch`: always (pure Rust).
+//! - `plot_series`, `web_fetch`: always (pure Rust). `web_fetch` refuses internal addresses
+//!   unless `[peer.backends.web_fetch] allow_hosts` lists the host.
 //! - `code_run`: when a `sh` exists (Python snippets additionally need `python3`; without it
 //!   they fail with a hint). Network isolation is reported per run, never assumed.
 //! - `image_generate`, `image_describe`, `tts_synthesize`, `transcribe_audio`: each when
@@ -58,7 +60,7 @@ pub struct BackendsConfig {
     /// `plot_series`: chart size.
     #[serde(default)]
     pub plot_series: PlotConfig,
-    /// `web_fetch`: body cap and user agent.
+    /// `web_fetch`: body cap, user agent and the internal hosts it may reach.
     #[serde(default)]
     pub web_fetch: WebFetchConfig,
     /// `code_run`: interpreters and limits.
@@ -187,7 +189,8 @@ pub struct CodeRunConfig {
     pub isolate_network: Option<bool>,
 }
 
-/// Settings of `web_fetch`.
+/// Settings of `web_fetch`. Internal addresses (loopback, private, link-local, …) are refused
+/// unless their host is in `allow_hosts`.
 #[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WebFetchConfig {
@@ -196,6 +199,10 @@ pub struct WebFetchConfig {
     pub max_bytes: Option<u64>,
     /// The `User-Agent` header (default `covo-peer/<version>`).
     pub user_agent: Option<String>,
+    /// Hosts that may be fetched although they are (or resolve to) loopback, private,
+    /// link-local or other internal addresses, which are refused otherwise: names or address
+    /// literals, matched against the URL's host as written (e.g. `["nas.local", "10.0.0.5"]`).
+    pub allow_hosts: Option<Vec<String>>,
 }
 
 /// Settings of `plot_series`.
@@ -499,6 +506,22 @@ mod tests {
             Some(&["web".to_string(), "code_exec".to_string()][..])
         );
         assert!(toml::from_str::<BackendsConfig>("subagents = { max_stepz = 3 }").is_err());
+    }
+
+    #[test]
+    fn the_readme_web_fetch_example_is_a_valid_config() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("```toml\n[peer.backends.web_fetch]")
+            .expect("the README has the web_fetch example");
+        let body = &readme[start + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = covo::config::Config::parse(body, std::path::Path::new("README.md")).unwrap();
+        let peer = PeerConfig::from_config(&c).unwrap();
+        assert_eq!(
+            peer.backends.web_fetch.allow_hosts.as_deref(),
+            Some(&["nas.local".to_string(), "10.0.0.5".to_string()][..])
+        );
     }
 
     #[test]

@@ -1,7 +1,17 @@
 //! `web_fetch`: an HTTP(S) GET whose body is size-capped and, when it is HTML, reduced to
 //! readable text with `html2text`.
+//!
+//! The peer may sit inside a network the model must not reach through it: loopback, private
+//! ranges, link-local (the cloud metadata service at 169.254.169.254), unique-local, CGNAT,
+//! multicast and the like are refused unless the URL's host is listed in
+//! `[peer.backends.web_fetch] allow_hosts`. A host name is resolved here and every address it
+//! resolves to is checked; the connection then goes only to those checked addresses (no second
+//! lookup that could rebind). Redirects are not followed by the HTTP client: each hop is
+//! checked the same way, at most [`MAX_REDIRECTS`] of them. Proxies from the environment are
+//! not used (a proxy would reach the address on the peer's behalf, unchecked).
 
 use covo_core::catalog;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -15,11 +25,17 @@ pub(super) const TOOL: &str = catalog::web::WEB_FETCH.name;
 const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024;
 /// Line width html2text wraps to.
 const TEXT_WIDTH: usize = 100;
+/// Redirects followed at most; each hop is checked like the first URL.
+const MAX_REDIRECTS: usize = 5;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct WebFetch {
     max_bytes: u64,
     user_agent: String,
+    /// `allow_hosts` entries that are names: lower case, without a trailing dot.
+    allow_names: Vec<String>,
+    /// `allow_hosts` entries that are address literals.
+    allow_ips: Vec<IpAddr>,
 }
 
 /// What came back over the wire, before any text extraction.
@@ -31,14 +47,137 @@ struct Fetched {
     capped: bool,
 }
 
+/// Why `ip` must not be fetched (what kind of address it is), or `None` for a public address.
+/// IPv4-mapped (`::ffff:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`) IPv6 addresses are judged by
+/// the IPv4 address inside; the deprecated IPv4-compatible `::a.b.c.d` is always refused.
+fn forbidden(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => forbidden_v6(v6),
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    Some(match (a, b) {
+        (0, _) => "unspecified",
+        (127, _) => "loopback",
+        (10, _) | (172, 16..=31) | (192, 168) => "private",
+        (169, 254) => "link-local",
+        (100, 64..=127) => "shared (CGNAT)",
+        (224..=239, _) => "multicast",
+        _ if ip == Ipv4Addr::BROADCAST => "broadcast",
+        (240..=255, _) => "reserved",
+        _ => return None,
+    })
+}
+
+fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return forbidden_v4(v4);
+    }
+    if ip.is_unspecified() {
+        return Some("unspecified");
+    }
+    if ip.is_loopback() {
+        return Some("loopback");
+    }
+    let seg = ip.segments();
+    let [a, b] = seg[6].to_be_bytes();
+    let [c, d] = seg[7].to_be_bytes();
+    let inside = Ipv4Addr::new(a, b, c, d);
+    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return forbidden_v4(inside);
+    }
+    if seg[..6] == [0; 6] {
+        // The deprecated IPv4-compatible form: never a public destination.
+        return Some(forbidden_v4(inside).unwrap_or("IPv4-compatible"));
+    }
+    Some(match seg[0] {
+        0xfe80..=0xfebf => "link-local",
+        0xfec0..=0xfeff => "site-local",
+        0xfc00..=0xfdff => "unique-local",
+        0xff00..=0xffff => "multicast",
+        _ => return None,
+    })
+}
+
+/// A URL's host: an address literal or a name.
+enum Host {
+    Ip(IpAddr),
+    Name(String),
+}
+
+/// The host of `url` (the URL parser already turned every IPv4 spelling into dotted decimal).
+fn host_of(url: &reqwest::Url) -> Option<Host> {
+    let h = url.host_str().filter(|h| !h.is_empty())?;
+    let bare = h.trim_start_matches('[').trim_end_matches(']');
+    Some(match bare.parse::<IpAddr>() {
+        Ok(ip) => Host::Ip(ip),
+        Err(_) => Host::Name(h.to_string()),
+    })
+}
+
+/// An `allow_hosts` entry or a URL's host, compared as written: lower case, no trailing dot,
+/// no IPv6 brackets.
+fn normal_host(h: &str) -> String {
+    h.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+/// The refusal of `url`'s host, which is (or resolves to) `ip`, a `kind` address.
+fn refused(host: &str, ip: IpAddr, kind: &str) -> ToolError {
+    let literal = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok();
+    let what = if literal {
+        format!("{host} is a {kind} address")
+    } else {
+        format!("{host} resolves to {ip}, a {kind} address")
+    };
+    ToolError::Failed {
+        tool: TOOL.into(),
+        message: format!("refused: {what}"),
+        hint: Some(format!(
+            "web_fetch does not reach loopback, private, link-local or other internal \
+             addresses; to allow this host, add it to allow_hosts in \
+             [peer.backends.web_fetch] of the peer's config, e.g. allow_hosts = [\"{host}\"]"
+        )),
+    }
+}
+
 impl WebFetch {
     pub(super) fn new(cfg: &WebFetchConfig) -> WebFetch {
+        let (mut allow_names, mut allow_ips) = (Vec::new(), Vec::new());
+        for entry in cfg.allow_hosts.iter().flatten() {
+            let h = normal_host(entry);
+            match h.parse::<IpAddr>() {
+                Ok(ip) => allow_ips.push(ip),
+                Err(_) => allow_names.push(h),
+            }
+        }
         WebFetch {
             max_bytes: cfg.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1),
             user_agent: cfg
                 .user_agent
                 .clone()
                 .unwrap_or_else(|| format!("covo-peer/{}", env!("CARGO_PKG_VERSION"))),
+            allow_names,
+            allow_ips,
+        }
+    }
+
+    /// Whether `url`'s host, as written, is listed in `allow_hosts`.
+    fn allowed(&self, url: &reqwest::Url) -> bool {
+        match host_of(url) {
+            Some(Host::Ip(ip)) => self.allow_ips.contains(&ip),
+            Some(Host::Name(n)) => self.allow_names.contains(&normal_host(&n)),
+            None => false,
         }
     }
 
@@ -61,75 +200,206 @@ impl WebFetch {
             .and_then(Value::as_u64)
             .unwrap_or(20_000)
             .max(1) as usize;
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        if timeout.is_zero() {
+        if deadline <= Instant::now() {
             return Err(ToolError::failed(
                 TOOL,
                 "the deadline passed before the request",
             ));
         }
-        let (max_bytes, ua) = (self.max_bytes, self.user_agent.clone());
+        let this = self.clone();
         // Own thread and runtime: the caller may or may not be inside a tokio runtime.
         let fetched = std::thread::spawn(move || -> Result<Fetched, ToolError> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| ToolError::failed(TOOL, format!("no async runtime: {e}")))?;
-            rt.block_on(fetch(url, timeout, max_bytes, ua))
+            let fetched = rt.block_on(this.fetch(url, deadline));
+            // A name lookup still hanging past the deadline must not hold up the answer.
+            rt.shutdown_background();
+            fetched
         })
         .join()
         .map_err(|_| ToolError::failed(TOOL, "the fetch thread panicked"))??;
         to_text(fetched, max_chars)
     }
-}
 
-async fn fetch(
-    url: reqwest::Url,
-    timeout: Duration,
-    max_bytes: u64,
-    user_agent: String,
-) -> Result<Fetched, ToolError> {
-    let client = super::http::client(TOOL, timeout, user_agent)?;
-    let shown = url.to_string();
-    let transport = |e: reqwest::Error| {
-        super::http::transport_error(
-            TOOL,
-            &shown,
-            timeout,
-            e,
-            "check the host name and that the site is up",
-            "check the URL",
-        )
-    };
-    let mut resp = client.get(url.clone()).send().await.map_err(transport)?;
-    let status = resp.status().as_u16();
-    let final_url = resp.url().to_string();
-    let content_type = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let mut body = Vec::new();
-    let mut capped = false;
-    while let Some(chunk) = resp.chunk().await.map_err(transport)? {
-        let room = max_bytes as usize - body.len();
-        if chunk.len() >= room {
-            body.extend_from_slice(&chunk[..room]);
-            // Past the cap: truncated unless the declared length says the body ended exactly
-            // here (reading on to find out could wait on a slow server until the deadline).
-            capped = chunk.len() > room || resp.content_length().is_none_or(|n| n > max_bytes);
-            break;
+    /// Checks where `url` would connect: `None` when the client may resolve it itself (an
+    /// allowed host, or an address literal that passed), else the host name and the checked
+    /// addresses it resolved to, the only ones the client may connect to.
+    async fn check(
+        &self,
+        url: &reqwest::Url,
+        deadline: Instant,
+    ) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
+        if self.allowed(url) {
+            return Ok(None);
         }
-        body.extend_from_slice(&chunk);
+        let host = url.host_str().unwrap_or_default().to_string();
+        let name = match host_of(url) {
+            Some(Host::Ip(ip)) => {
+                return forbidden(ip).map_or(Ok(None), |k| Err(refused(&host, ip, k)));
+            }
+            Some(Host::Name(n)) => n,
+            None => return Err(ToolError::invalid(TOOL, "/url", "the URL has no host")),
+        };
+        let port = url.port_or_known_default().unwrap_or(80);
+        let lookup = {
+            let name = name.clone();
+            tokio::task::spawn_blocking(move || {
+                (name.as_str(), port)
+                    .to_socket_addrs()
+                    .map(|a| a.collect::<Vec<_>>())
+            })
+        };
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let addrs = match tokio::time::timeout(wait, lookup).await {
+            Err(_) => {
+                return Err(ToolError::Failed {
+                    tool: TOOL.into(),
+                    message: format!("{host}: the name lookup timed out"),
+                    hint: Some("retry later or with a longer deadline".into()),
+                })
+            }
+            Ok(Err(e)) => return Err(ToolError::failed(TOOL, format!("name lookup failed: {e}"))),
+            Ok(Ok(Err(e))) => {
+                return Err(ToolError::Failed {
+                    tool: TOOL.into(),
+                    message: format!("{host} does not resolve: {e}"),
+                    hint: Some("check the host name".into()),
+                })
+            }
+            Ok(Ok(Ok(a))) => a,
+        };
+        if addrs.is_empty() {
+            return Err(ToolError::Failed {
+                tool: TOOL.into(),
+                message: format!("{host} resolves to no address"),
+                hint: Some("check the host name".into()),
+            });
+        }
+        // Every address: the client may try any of them.
+        for a in &addrs {
+            if let Some(kind) = forbidden(a.ip()) {
+                return Err(refused(&host, a.ip(), kind));
+            }
+        }
+        Ok(Some((name, addrs)))
     }
-    Ok(Fetched {
-        url: final_url,
-        status,
-        content_type,
-        body,
-        capped,
-    })
+
+    async fn fetch(&self, first: reqwest::Url, deadline: Instant) -> Result<Fetched, ToolError> {
+        let mut url = first;
+        let mut hops = 0;
+        loop {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let shown = url.to_string();
+            if timeout.is_zero() {
+                return Err(ToolError::Failed {
+                    tool: TOOL.into(),
+                    message: format!("{shown}: timed out"),
+                    hint: Some("retry later or with a longer deadline".into()),
+                });
+            }
+            let pinned = self.check(&url, deadline).await?;
+            let mut builder = super::http::builder(timeout, self.user_agent.clone())
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy();
+            if let Some((name, addrs)) = &pinned {
+                builder = builder.resolve_to_addrs(name, addrs);
+            }
+            let client = builder
+                .build()
+                .map_err(|e| ToolError::failed(TOOL, format!("HTTP client: {e}")))?;
+            let transport = |e: reqwest::Error| {
+                super::http::transport_error(
+                    TOOL,
+                    &shown,
+                    timeout,
+                    e,
+                    "check the host name and that the site is up",
+                    "check the URL",
+                )
+            };
+            let resp = client.get(url.clone()).send().await.map_err(transport)?;
+            let location = resp
+                .status()
+                .is_redirection()
+                .then(|| resp.headers().get(reqwest::header::LOCATION))
+                .flatten();
+            let Some(location) = location else {
+                return self.read(resp, &shown, timeout).await;
+            };
+            if hops == MAX_REDIRECTS {
+                return Err(ToolError::Failed {
+                    tool: TOOL.into(),
+                    message: format!("{shown}: more than {MAX_REDIRECTS} redirects"),
+                    hint: Some("fetch the final URL directly".into()),
+                });
+            }
+            let next = location
+                .to_str()
+                .ok()
+                .and_then(|l| url.join(l).ok())
+                .ok_or_else(|| {
+                    ToolError::failed(TOOL, format!("{shown}: redirects to an invalid URL"))
+                })?;
+            if !matches!(next.scheme(), "http" | "https") {
+                return Err(ToolError::failed(
+                    TOOL,
+                    format!("{shown}: redirects to {next}, which is not http or https"),
+                ));
+            }
+            url = next;
+            hops += 1;
+        }
+    }
+
+    /// Reads a final answer's body up to the byte cap.
+    async fn read(
+        &self,
+        mut resp: reqwest::Response,
+        shown: &str,
+        timeout: Duration,
+    ) -> Result<Fetched, ToolError> {
+        let transport = |e: reqwest::Error| {
+            super::http::transport_error(
+                TOOL,
+                shown,
+                timeout,
+                e,
+                "check that the site is up",
+                "check the URL",
+            )
+        };
+        let max_bytes = self.max_bytes;
+        let status = resp.status().as_u16();
+        let final_url = resp.url().to_string();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let mut body = Vec::new();
+        let mut capped = false;
+        while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+            let room = max_bytes as usize - body.len();
+            if chunk.len() >= room {
+                body.extend_from_slice(&chunk[..room]);
+                // Past the cap: truncated unless the declared length says the body ended exactly
+                // here (reading on to find out could wait on a slow server until the deadline).
+                capped = chunk.len() > room || resp.content_length().is_none_or(|n| n > max_bytes);
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            url: final_url,
+            status,
+            content_type,
+            body,
+            capped,
+        })
+    }
 }
 
 fn to_text(f: Fetched, max_chars: usize) -> Result<Value, ToolError> {
@@ -230,8 +500,16 @@ mod tests {
         Instant::now() + Duration::from_secs(10)
     }
 
+    /// The fake servers listen on 127.0.0.1, which is refused unless allowed.
+    fn local() -> Option<Vec<String>> {
+        Some(vec!["127.0.0.1".into()])
+    }
+
     fn fetcher() -> WebFetch {
-        WebFetch::new(&WebFetchConfig::default())
+        WebFetch::new(&WebFetchConfig {
+            allow_hosts: local(),
+            ..Default::default()
+        })
     }
 
     #[test]
@@ -271,6 +549,7 @@ mod tests {
         let base = serve();
         let small = WebFetch::new(&WebFetchConfig {
             max_bytes: Some(1000),
+            allow_hosts: local(),
             ..Default::default()
         });
         let out = small
@@ -285,6 +564,7 @@ mod tests {
         let base = serve();
         let exact = WebFetch::new(&WebFetchConfig {
             max_bytes: Some(10_000),
+            allow_hosts: local(),
             ..Default::default()
         });
         let out = exact
@@ -375,5 +655,177 @@ mod tests {
         let out = to_text(f, 100).unwrap();
         // Light Markdown-style emphasis is kept: the model reads it well.
         assert_eq!(out["text"], "hi **there**");
+    }
+
+    /// The refusal every test below expects: a `Failed` whose hint says how to allow the host.
+    fn assert_refused(err: &ToolError, what: &str) {
+        match err {
+            ToolError::Failed {
+                message,
+                hint: Some(hint),
+                ..
+            } => {
+                assert!(message.contains("refused"), "{err:?}");
+                assert!(message.contains(what), "{what} not in {err:?}");
+                assert!(hint.contains("allow_hosts"), "{err:?}");
+                assert!(hint.contains("[peer.backends.web_fetch]"), "{err:?}");
+            }
+            other => panic!("not a refusal with a hint: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn loopback_is_refused_by_default_and_nothing_is_sent() {
+        let (base, seen) =
+            covo_tests::http_fake::serve(|_| (200, "text/plain", b"secret".to_vec()));
+        let port = base.rsplit(':').next().unwrap().to_string();
+        let default = WebFetch::new(&WebFetchConfig::default());
+        for url in [
+            format!("{base}/"),
+            // A name is judged by what it resolves to.
+            format!("http://localhost:{port}/"),
+            // IPv4-mapped IPv6 and other spellings of loopback.
+            format!("http://[::ffff:127.0.0.1]:{port}/"),
+            format!("http://[::1]:{port}/"),
+            format!("http://2130706433:{port}/"),
+        ] {
+            let err = default.run(&json!({ "url": url }), soon()).unwrap_err();
+            assert_refused(&err, "loopback");
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "a request reached the server"
+        );
+    }
+
+    #[test]
+    fn an_allowed_host_is_fetched_and_every_redirect_hop_is_checked_again() {
+        let (base, seen) = covo_tests::http_fake::serve_with_headers(|req| {
+            let port = req
+                .header("Host")
+                .and_then(|h| h.rsplit(':').next())
+                .unwrap_or("0")
+                .to_string();
+            let to = |loc: String| (302, vec![("Location", loc)], Vec::new());
+            match req.path() {
+                "/hop" => to("/page".into()),
+                "/to-mapped" => to(format!("http://[::ffff:127.0.0.1]:{port}/page")),
+                "/to-localhost" => to(format!("http://localhost:{port}/page")),
+                "/loop" => to("/loop".into()),
+                _ => (
+                    200,
+                    vec![("Content-Type", "text/plain".to_string())],
+                    b"inside".to_vec(),
+                ),
+            }
+        });
+        let f = fetcher();
+        // A redirect within the allowed host is followed.
+        let out = f
+            .run(&json!({"url": format!("{base}/hop")}), soon())
+            .unwrap();
+        assert_eq!(out["text"], "inside");
+        assert_eq!(out["url"], format!("{base}/page"));
+        // A redirect to loopback under another spelling is refused before it is followed.
+        let err = f
+            .run(&json!({"url": format!("{base}/to-mapped")}), soon())
+            .unwrap_err();
+        assert_refused(&err, "loopback");
+        let err = f
+            .run(&json!({"url": format!("{base}/to-localhost")}), soon())
+            .unwrap_err();
+        assert_refused(&err, "loopback");
+        let paths: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.path().to_string())
+            .collect();
+        assert_eq!(paths, ["/hop", "/page", "/to-mapped", "/to-localhost"]);
+        // Redirects are followed a few times only.
+        let err = f
+            .run(&json!({"url": format!("{base}/loop")}), soon())
+            .unwrap_err();
+        assert!(
+            matches!(err, ToolError::Failed { ref message, .. } if message.contains("redirect")),
+            "{err:?}"
+        );
+        let loops = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.path() == "/loop")
+            .count();
+        assert_eq!(loops, MAX_REDIRECTS + 1);
+    }
+
+    #[test]
+    fn private_link_local_and_other_internal_addresses_are_refused() {
+        let refused = [
+            "127.0.0.1",
+            "127.1.2.3",
+            "10.0.0.5",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.254",
+            "0.0.0.0",
+            "224.0.0.251",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fe80::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "ff02::1",
+            "::ffff:169.254.169.254",
+            "::ffff:10.0.0.1",
+            "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "::8.8.8.8",
+            "64:ff9b::10.1.2.3",
+        ];
+        for a in refused {
+            let ip: std::net::IpAddr = a.parse().unwrap();
+            assert!(forbidden(ip).is_some(), "{a} is allowed");
+        }
+        for a in [
+            "93.184.216.34",
+            "172.32.0.1",
+            "100.128.0.1",
+            "192.169.0.1",
+            "2606:4700::1111",
+            "::ffff:93.184.216.34",
+            "64:ff9b::93.184.216.34",
+        ] {
+            let ip: std::net::IpAddr = a.parse().unwrap();
+            assert_eq!(forbidden(ip), None, "{a} is refused");
+        }
+        assert_eq!(
+            forbidden("169.254.169.254".parse().unwrap()),
+            Some("link-local")
+        );
+    }
+
+    #[test]
+    fn allow_hosts_match_the_urls_host_as_written() {
+        let f = WebFetch::new(&WebFetchConfig {
+            allow_hosts: Some(vec![
+                "NAS.local".into(),
+                "10.0.0.5".into(),
+                "[fd00::5]".into(),
+            ]),
+            ..Default::default()
+        });
+        let host = |u: &str| reqwest::Url::parse(u).unwrap();
+        assert!(f.allowed(&host("http://nas.local/x")));
+        assert!(f.allowed(&host("http://nas.local./x")));
+        assert!(f.allowed(&host("http://10.0.0.5:8080/")));
+        assert!(f.allowed(&host("http://[fd00::5]/")));
+        assert!(!f.allowed(&host("http://10.0.0.6/")));
+        assert!(!f.allowed(&host("http://nas.local.evil.example/")));
+        assert!(!f.allowed(&host("http://[::ffff:10.0.0.5]/")));
     }
 }
