@@ -38,6 +38,7 @@ pub mod llm;
 pub mod logging;
 pub mod policy;
 pub mod runtime;
+pub mod schema;
 pub mod spec;
 pub mod store;
 pub mod swarm;

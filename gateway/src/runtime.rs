@@ -4,7 +4,7 @@
 //! lookup → parse → validate against the schema → policy → approval (destructive) → execute → audit.
 
 use crate::config::Config;
-use crate::error::{ArgProblem, CallError, ToolError};
+use crate::error::{CallError, ToolError};
 pub use crate::exec::{Args, Summarizer, UserIo};
 use crate::exec::{Cx, Services, Session};
 use crate::hardware::Board;
@@ -27,7 +27,7 @@ use covo_core::toolset::{ToolsetError, Toolsets};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// Everything the runtime is built from.
@@ -118,7 +118,7 @@ pub struct Runtime {
     board: Arc<Board>,
     user_io: Box<dyn UserIo>,
     summarizer: Option<Box<dyn Summarizer>>,
-    validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
+    validators: crate::schema::Validators,
     search: OnceLock<SearchIndex>,
     peer: OnceLock<Option<crate::link::PeerLink>>,
     local_peer: Option<LocalPeer>,
@@ -202,7 +202,7 @@ impl Runtime {
             board,
             user_io: opts.user_io,
             summarizer: opts.summarizer,
-            validators: Mutex::new(HashMap::new()),
+            validators: crate::schema::Validators::default(),
             search: OnceLock::new(),
             peer: OnceLock::new(),
             local_peer: opts.local_peer,
@@ -584,37 +584,7 @@ impl Runtime {
 
     /// Validates `args` against the tool's parameter schema, listing every problem.
     pub fn validate(&self, spec: &'static ToolSpec, args: &Value) -> Result<(), ToolError> {
-        let validator = self.validator(spec);
-        let problems: Vec<ArgProblem> = validator
-            .iter_errors(args)
-            .map(|e| ArgProblem {
-                path: e.instance_path().to_string(),
-                problem: e.to_string(),
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ToolError::InvalidArguments {
-                tool: spec.name.into(),
-                problems,
-            })
-        }
-    }
-
-    fn validator(&self, spec: &'static ToolSpec) -> Arc<jsonschema::Validator> {
-        let mut cache = self.validators.lock().unwrap_or_else(|p| p.into_inner());
-        cache
-            .entry(spec.name)
-            .or_insert_with(|| {
-                // The conformance test compiles every schema, so this cannot fail at run time.
-                Arc::new(
-                    jsonschema::validator_for(&spec.params_json()).unwrap_or_else(|e| {
-                        panic!("schema of {} does not compile: {e}", spec.name)
-                    }),
-                )
-            })
-            .clone()
+        self.validators.check(spec, args)
     }
 }
 

@@ -3,17 +3,13 @@
 //! the broker can publish a request, so the peer never relies on it.
 
 use covo_core::catalog;
-use covo_core::error::{ArgProblem, ToolError};
-use covo_core::spec::ToolSpec;
+use covo_core::error::ToolError;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-/// Compiled parameter schemas, by tool name (each compiled on first use).
+/// The peer's schema check: the catalog's spec for the requested tool, validated by the same
+/// code as the gateway's pipeline (`covo::schema`).
 #[derive(Default)]
-pub struct Validators {
-    cache: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
-}
+pub struct Validators(covo::schema::Validators);
 
 impl Validators {
     /// Checks `args` against `tool`'s schema, naming every problem. A tool outside the catalog
@@ -23,41 +19,9 @@ impl Validators {
             tool: tool.into(),
             did_you_mean: Vec::new(),
         })?;
-        let validator = self.validator(spec)?;
-        let problems: Vec<ArgProblem> = validator
-            .iter_errors(args)
-            .map(|e| ArgProblem {
-                path: e.instance_path().to_string(),
-                problem: e.to_string(),
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ToolError::InvalidArguments {
-                tool: spec.name.into(),
-                problems,
-            })
-        }
-    }
-
-    fn validator(&self, spec: &'static ToolSpec) -> Result<Arc<jsonschema::Validator>, ToolError> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(v) = cache.get(spec.name) {
-            return Ok(v.clone());
-        }
-        // The catalog conformance test compiles every schema; this is only a safety net.
-        let v = Arc::new(jsonschema::validator_for(&spec.params_json()).map_err(|e| {
-            ToolError::failed(
-                spec.name,
-                format!("the tool's schema does not compile: {e}"),
-            )
-        })?);
-        cache.insert(spec.name, v.clone());
-        Ok(v)
+        self.0.check(spec, args)
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
