@@ -298,6 +298,16 @@ mod tests {
         CodeRun::new(&CodeRunConfig::default())
     }
 
+    /// The Python tests need python3: a machine without it fails them loudly (the README's test
+    /// command installs it), never skips them.
+    fn need_python(r: &CodeRun) {
+        assert!(
+            r.python.is_some(),
+            "python3 is missing: the code_run tests need it (apt-get install -y python3; \
+             bash tests/run-all.sh installs it)"
+        );
+    }
+
     fn run(r: &CodeRun, args: Value) -> Value {
         r.run(&args, Instant::now() + Duration::from_secs(30))
             .unwrap()
@@ -306,10 +316,7 @@ mod tests {
     #[test]
     fn a_python_snippet_prints_and_exits_cleanly() {
         let r = runner();
-        if r.python.is_none() {
-            eprintln!("no python3 here: skipped");
-            return;
-        }
+        need_python(&r);
         let out = run(
             &r,
             json!({"language": "python", "code": "print(sum(range(10)))"}),
@@ -396,10 +403,7 @@ mod tests {
             memory_mb: Some(128),
             ..Default::default()
         });
-        if r.python.is_none() {
-            eprintln!("no python3 here: skipped");
-            return;
-        }
+        need_python(&r);
         let out = run(
             &r,
             json!({"language": "python", "code": "b = bytearray(1 << 30)\nprint('allocated')"}),
@@ -421,10 +425,7 @@ mod tests {
     #[test]
     fn without_network_the_sandbox_cannot_reach_a_local_listener() {
         let r = runner();
-        if r.python.is_none() {
-            eprintln!("no python3 here: skipped");
-            return;
-        }
+        need_python(&r);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let out = run(
@@ -451,10 +452,7 @@ mod tests {
     #[test]
     fn asking_for_network_lets_the_snippet_connect() {
         let r = runner();
-        if r.python.is_none() {
-            eprintln!("no python3 here: skipped");
-            return;
-        }
+        need_python(&r);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let out = run(
