@@ -33,9 +33,10 @@ pub enum ProfileError {
         /// Every known profile, comma-separated.
         known: String,
     },
-    /// User profiles whose `base` chain loops.
-    #[error("profile cycle: {0}")]
-    Cycle(String),
+    /// User profiles whose `base` chain loops: the chain from the profile asked for, ending
+    /// with the name that repeats.
+    #[error("profile cycle: {}", .0.join(" -> "))]
+    Cycle(Vec<String>),
     /// An allow/deny entry that matches no tool: almost always a typo.
     #[error("profile '{profile}': '{pattern}' matches no tool")]
     NoMatch {
@@ -100,7 +101,7 @@ fn resolve_inner(
 ) -> Result<Vec<&'static ToolSpec>, ProfileError> {
     if chain.iter().any(|c| c == name) {
         chain.push(name.to_string());
-        return Err(ProfileError::Cycle(chain.join(" -> ")));
+        return Err(ProfileError::Cycle(chain.clone()));
     }
     // A user profile may shadow nothing built in: built-ins are the fixed vocabulary.
     if let Some(mask) = builtin_mask(name) {

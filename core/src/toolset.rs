@@ -69,9 +69,9 @@ pub const OTHER_PLATFORMS: &[&str] = &["full"];
 /// Errors resolving toolsets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolsetError {
-    /// An include chain loops back on itself.
-    #[error("toolset cycle: {0}")]
-    Cycle(String),
+    /// An include chain loops back on itself: the loop, starting and ending with the same name.
+    #[error("toolset cycle: {}", .0.join(" -> "))]
+    Cycle(Vec<String>),
     /// A toolset name that does not exist; `path` shows where it was included from.
     #[error("unknown toolset '{name}'{}", via(path))]
     Unknown {
@@ -225,7 +225,7 @@ impl Toolsets {
             let mut path = stack.clone();
             path.push(name.to_string());
             let start = path.iter().position(|s| s == name).unwrap_or(0);
-            return Err(ToolsetError::Cycle(path[start..].join(" -> ")));
+            return Err(ToolsetError::Cycle(path[start..].to_vec()));
         }
         let Some(set) = self.sets.get(name) else {
             return Err(ToolsetError::Unknown {

@@ -26,6 +26,39 @@ pub enum ConfigError {
         /// toml's message, with line, column and what was expected.
         message: String,
     },
+    /// The file parses but a value does not make sense (an unknown platform or profile, a
+    /// profile or toolset cycle): where it is, in the style of toml's own messages.
+    #[error(
+        "invalid config {path}: error at line {line}, column {column}\n{excerpt}`{key}`: {message}"
+    )]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the offending key or entry.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The key, dotted (`profiles.lab.base`).
+        key: String,
+        /// What is wrong.
+        message: String,
+        /// The line of the file with the offending part underlined (may be empty).
+        excerpt: String,
+    },
+    /// The file is not UTF-8.
+    #[error(
+        "invalid config {path}: not valid UTF-8 at line {line}, column {column} (byte {offset})"
+    )]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the first bad byte.
+        line: usize,
+        /// 1-based column (in characters) of the first bad byte.
+        column: usize,
+        /// Byte offset of the first bad byte.
+        offset: usize,
+    },
 }
 
 /// Gateway-wide policy switches that do not depend on the board.
@@ -264,14 +297,182 @@ impl Config {
             message: e.to_string(),
         })?;
         c.source = Some(path.to_path_buf());
+        c.check().map_err(|(at, key, message)| {
+            let span = locate(text, &at);
+            let (line, column) = line_col(text, span.start);
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                key,
+                message,
+                excerpt: excerpt(text, span),
+            }
+        })?;
         Ok(c)
+    }
+
+    /// What the schema cannot check: the platform and the profile are known, and every user
+    /// profile and toolset resolves against the catalog (no cycle, unknown name or dead
+    /// pattern), whether in use or not. An error is where it is (a path into the document),
+    /// the dotted key, and the message.
+    fn check(&self) -> Result<(), (Vec<Seg>, String, String)> {
+        use covo_core::profile::{self as prof, ProfileError};
+        use covo_core::toolset::{ToolsetError, Toolsets, PLATFORM_DEFAULTS};
+        let key = |k: &str| Seg::Key(k.to_string());
+        let dotted = |path: &[Seg]| {
+            path.iter()
+                .filter_map(|s| match s {
+                    Seg::Key(k) => Some(k.as_str()),
+                    Seg::Index(_) => None,
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        };
+        let fail = |path: Vec<Seg>, message: String| Err((path.clone(), dotted(&path), message));
+        let catalog: Vec<&'static covo_core::spec::ToolSpec> = covo_core::catalog::all().collect();
+        let index_of = |list: &[String], item: &str| list.iter().position(|x| x == item);
+
+        if let Some(p) = &self.platform {
+            let builtin = PLATFORM_DEFAULTS.iter().any(|(name, _)| name == p);
+            if !builtin && !self.platforms.contains_key(p) {
+                let known: Vec<&str> = PLATFORM_DEFAULTS
+                    .iter()
+                    .map(|(name, _)| *name)
+                    .chain(self.platforms.keys().map(String::as_str))
+                    .collect();
+                return fail(
+                    vec![key("platform")],
+                    format!(
+                        "unknown platform '{p}' (known: {}; define your own under [platforms])",
+                        known.join(", ")
+                    ),
+                );
+            }
+        }
+
+        let is_profile =
+            |name: &str| prof::BUILTIN.contains(&name) || self.profiles.contains_key(name);
+        if let Some(p) = &self.profile {
+            if !is_profile(p) {
+                let e = prof::resolve(&catalog, p, &self.profiles).err();
+                return fail(
+                    vec![key("profile")],
+                    e.map_or_else(|| format!("unknown profile '{p}'"), |e| e.to_string()),
+                );
+            }
+        }
+        for (name, cfg) in &self.profiles {
+            let here = |rest: &[Seg]| {
+                let mut p = vec![key("profiles"), key(name)];
+                p.extend_from_slice(rest);
+                p
+            };
+            if let Some(base) = cfg.base.as_deref().filter(|b| !is_profile(b)) {
+                let e = prof::resolve(&catalog, base, &self.profiles).err();
+                return fail(
+                    here(&[key("base")]),
+                    e.map_or_else(|| format!("unknown profile '{base}'"), |e| e.to_string()),
+                );
+            }
+            match prof::resolve(&catalog, name, &self.profiles) {
+                Ok(_) => {}
+                Err(e @ ProfileError::Cycle(_)) => {
+                    // The chain ends with the name that repeats: its `base` starts the loop.
+                    let ProfileError::Cycle(chain) = &e else {
+                        unreachable!()
+                    };
+                    let at = chain.last().cloned().unwrap_or_else(|| name.clone());
+                    return fail(vec![key("profiles"), key(&at), key("base")], e.to_string());
+                }
+                Err(e @ ProfileError::NoMatch { .. }) => {
+                    let ProfileError::NoMatch { profile, pattern } = &e else {
+                        unreachable!()
+                    };
+                    let cfg = self.profiles.get(profile).unwrap_or(cfg);
+                    let path = match index_of(&cfg.allow, pattern) {
+                        Some(i) => vec![key("profiles"), key(profile), key("allow"), Seg::Index(i)],
+                        None => vec![
+                            key("profiles"),
+                            key(profile),
+                            key("deny"),
+                            Seg::Index(index_of(&cfg.deny, pattern).unwrap_or(0)),
+                        ],
+                    };
+                    return fail(path, e.to_string());
+                }
+                Err(e) => return fail(here(&[]), e.to_string()),
+            }
+        }
+
+        let toolsets = match Toolsets::new(&catalog, &self.toolsets) {
+            Ok(t) => t,
+            Err(e) => {
+                let path = match &e {
+                    ToolsetError::Redefined(name) => vec![key("toolsets"), key(name)],
+                    ToolsetError::UnknownTool { toolset, tool } => vec![
+                        key("toolsets"),
+                        key(toolset),
+                        key("tools"),
+                        Seg::Index(
+                            self.toolsets
+                                .get(toolset)
+                                .and_then(|t| index_of(&t.tools, tool))
+                                .unwrap_or(0),
+                        ),
+                    ],
+                    _ => vec![key("toolsets")],
+                };
+                return fail(path, e.to_string());
+            }
+        };
+        for (name, cfg) in &self.toolsets {
+            if let Some(i) = cfg.includes.iter().position(|n| toolsets.get(n).is_none()) {
+                let e = ToolsetError::Unknown {
+                    name: cfg.includes[i].clone(),
+                    path: name.clone(),
+                };
+                return fail(
+                    vec![key("toolsets"), key(name), key("includes"), Seg::Index(i)],
+                    e.to_string(),
+                );
+            }
+        }
+        if let Err(e) = toolsets.validate() {
+            let path = match &e {
+                // `a -> b -> a`: a's include of b starts the loop.
+                ToolsetError::Cycle(cycle) if cycle.len() >= 2 => {
+                    let (from, to) = (&cycle[0], &cycle[1]);
+                    let i = self
+                        .toolsets
+                        .get(from)
+                        .and_then(|t| index_of(&t.includes, to))
+                        .unwrap_or(0);
+                    vec![key("toolsets"), key(from), key("includes"), Seg::Index(i)]
+                }
+                _ => vec![key("toolsets")],
+            };
+            return fail(path, e.to_string());
+        }
+        Ok(())
     }
 
     /// Reads one file.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let valid = String::from_utf8_lossy(&e.as_bytes()[..offset]);
+            let (line, column) = line_col(&valid, offset);
+            ConfigError::NotUtf8 {
+                path: path.to_path_buf(),
+                line,
+                column,
+                offset,
+            }
         })?;
         Self::parse(&text, path)
     }
@@ -305,6 +506,79 @@ impl Config {
         let home = std::env::var_os("HOME").unwrap_or_else(|| ".".into());
         PathBuf::from(home).join(".local/share/covo")
     }
+}
+
+/// One step of a path into the TOML document.
+#[derive(Debug, Clone)]
+enum Seg {
+    /// A key of a table.
+    Key(String),
+    /// An element of an array.
+    Index(usize),
+}
+
+/// The span of what `path` leads to: a table's key (for a table, so its header), else the
+/// value or the array element. When the path stops early, the deepest thing found; the start of
+/// the file when nothing is.
+fn locate(text: &str, path: &[Seg]) -> std::ops::Range<usize> {
+    use toml::de::{DeTable, DeValue};
+    let Ok(root) = DeTable::parse(text) else {
+        return 0..0;
+    };
+    let whole = DeValue::Table(root.get_ref().clone());
+    let mut value = &whole;
+    let mut best = 0..0;
+    for seg in path {
+        match (seg, value) {
+            (Seg::Key(key), DeValue::Table(t)) => {
+                let Some((k, v)) = t.iter().find(|(k, _)| k.get_ref() == key) else {
+                    break;
+                };
+                best = match v.get_ref() {
+                    DeValue::Table(_) | DeValue::Array(_) => k.span(),
+                    _ => v.span(),
+                };
+                value = v.get_ref();
+            }
+            (Seg::Index(i), DeValue::Array(a)) => {
+                let Some(v) = a.get(*i) else {
+                    break;
+                };
+                best = v.span();
+                value = v.get_ref();
+            }
+            _ => break,
+        }
+    }
+    best
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// The line holding `span`, with the span underlined, as toml shows its errors.
+fn excerpt(text: &str, span: std::ops::Range<usize>) -> String {
+    let (line, column) = line_col(text, span.start);
+    let Some(content) = text.split('\n').nth(line - 1) else {
+        return String::new();
+    };
+    let content = content.trim_end_matches('\r');
+    let gutter = " ".repeat(line.to_string().len());
+    let rest = content.chars().count().saturating_sub(column - 1);
+    let width = text
+        .get(span.clone())
+        .map_or(1, |s| s.lines().next().unwrap_or("").chars().count())
+        .clamp(1, rest.max(1));
+    format!(
+        "{gutter} |\n{line} | {content}\n{gutter} | {}{}\n",
+        " ".repeat(column - 1),
+        "^".repeat(width)
+    )
 }
 
 #[cfg(test)]
@@ -352,5 +626,107 @@ mod tests {
         assert!(msg.contains("x.toml"), "{msg}");
         assert!(msg.contains("line 2"), "{msg}");
         assert!(msg.contains("profle"), "{msg}");
+    }
+
+    /// The error for `text` as shown, checked to name the file, `line N` and `key`.
+    fn refused(text: &str, line: usize, key: &str) -> String {
+        let msg = Config::parse(text, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("x.toml"), "{msg}");
+        assert!(msg.contains(&format!("line {line},")), "line {line}: {msg}");
+        assert!(msg.contains(key), "names `{key}`: {msg}");
+        msg
+    }
+
+    #[test]
+    fn an_unknown_platform_is_an_error_at_its_line() {
+        let msg = refused(
+            "profile = \"edge\"\nplatform = \"nonexistent\"\n",
+            2,
+            "`platform`",
+        );
+        assert!(msg.contains("unknown platform 'nonexistent'"), "{msg}");
+        assert!(
+            msg.contains("gateway, code, minimal"),
+            "lists the known: {msg}"
+        );
+        for ok in ["gateway", "code", "minimal"] {
+            Config::parse(&format!("platform = \"{ok}\"\n"), Path::new("x.toml")).unwrap();
+        }
+        // A platform of the user's own is known once [platforms] gives its toolsets.
+        let c = Config::parse(
+            "platform = \"kiosk\"\n[platforms]\nkiosk = [\"core\"]\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.platform.as_deref(), Some("kiosk"));
+    }
+
+    #[test]
+    fn an_unknown_profile_is_an_error_at_its_line() {
+        let msg = refused("# mine\n\nprofile = \"nope\"\n", 3, "`profile`");
+        assert!(msg.contains("unknown profile 'nope'"), "{msg}");
+        // And an unknown base, at the base.
+        let msg = refused(
+            "profile = \"lab\"\n[profiles.lab]\nallow = [\"mqtt_*\"]\nbase = \"edgy\"\n",
+            4,
+            "`profiles.lab.base`",
+        );
+        assert!(msg.contains("unknown profile 'edgy'"), "{msg}");
+    }
+
+    #[test]
+    fn a_profile_cycle_is_an_error_at_the_base_that_starts_it() {
+        let text = "profile = \"x\"\n\n[profiles.x]\nbase = \"y\"\n\n[profiles.y]\nbase = \"x\"\n";
+        let msg = refused(text, 4, "`profiles.x.base`");
+        assert!(msg.contains("profile cycle: x -> y -> x"), "{msg}");
+        // Even when no profile in the loop is the one in use.
+        let msg = refused(&text.replace("profile = \"x\"", ""), 4, "`profiles.x.base`");
+        assert!(msg.contains("profile cycle"), "{msg}");
+    }
+
+    #[test]
+    fn a_toolset_cycle_is_an_error_at_the_include_that_starts_it() {
+        let text = "[toolsets.a]\ntools = [\"gpio_read\"]\nincludes = [\n  \"gpio\",\n  \"b\",\n]\n[toolsets.b]\nincludes = [\"a\"]\n";
+        let msg = refused(text, 5, "`toolsets.a.includes`");
+        assert!(msg.contains("toolset cycle: a -> b -> a"), "{msg}");
+        // Unknown includes and tools, and redefined built-ins, are placed the same way.
+        refused(
+            "[toolsets.a]\nincludes = [\"nope\"]\n",
+            2,
+            "`toolsets.a.includes`",
+        );
+        refused(
+            "[toolsets.a]\ntools = [\"gpio_reed\"]\n",
+            2,
+            "`toolsets.a.tools`",
+        );
+        refused(
+            "\n[toolsets.edge]\ntools = [\"gpio_read\"]\n",
+            2,
+            "`toolsets.edge`",
+        );
+    }
+
+    #[test]
+    fn a_dead_pattern_in_a_profile_is_an_error_at_its_line() {
+        refused(
+            "[profiles.t]\nbase = \"edge\"\ndeny = [\"i2c_write\", \"gpoi_*\"]\n",
+            3,
+            "`profiles.t.deny`",
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_names_the_line_and_the_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("covo.toml");
+        std::fs::write(&path, b"profile = \"edge\"\nboard = \"b\xffd\"\n").unwrap();
+        let msg = Config::from_file(&path).unwrap_err().to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("line 2, column 11"), "{msg}");
+        assert!(msg.contains("byte 27"), "{msg}");
+        assert!(msg.contains("UTF-8"), "{msg}");
     }
 }

@@ -342,3 +342,75 @@ fn covo_peer_points_to_its_own_binary_and_exits_as_a_usage_error() {
     let help = env.covo(&["--help"]);
     assert!(!String::from_utf8_lossy(&help.stdout).contains("peer"));
 }
+
+/// Broken configuration and board files: `covo --config FILE tools list` exits 2 with an error
+/// that names the file, the line and the key (issue 13, item 17).
+#[test]
+fn broken_config_and_board_files_exit_2_naming_the_file_the_line_and_the_key() {
+    let env = Env::new();
+    const BOARD: &str = "[board]\nname = \"t\"\nmodel = \"test\"\n\n[[serial]]\nname = \"gps\"\npath = \"/dev/ttyAMA0\"\n\n[pins]\navailable = [4, 17]\n\n[[device]]\nname = \"relay\"\ndriver = \"gpio_out\"\npin = 17\n\n[[device]]\nname = \"pico\"\ndriver = \"mcu\"\nport = \"gps\"\n\n[policy]\npwm = [{ channel = 0, min_hz = 10.0, max_hz = 100.0 }]\nserial_allow = [\"gps\"]\n\n[[policy.mcu]]\ndevice = \"pico\"\n";
+    // (what is written where, the board or the config, its line, the key the error names)
+    let board_cases: &[(&str, &str, usize, &str)] = &[
+        ("driver = \"gpio_out\"", "driver = \"dht22\"", 14, "driver"),
+        ("pin = 17", "pin = 12", 15, "pin"),
+        ("min_hz = 10.0", "min_hz = 1000.0", 23, "min_hz"),
+        ("device = \"pico\"", "device = \"pico2\"", 27, "device"),
+        (
+            "serial_allow = [\"gps\"]",
+            "serial_allow = [\"gsp\"]",
+            24,
+            "serial_allow",
+        ),
+    ];
+    let check = |cfg: &str, file: &str, line: usize, key: &str| {
+        let out = env.covo(&["--config", cfg, "tools", "list"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(file), "names {file}: {err}");
+        assert!(err.contains(&format!("line {line}")), "line {line}: {err}");
+        assert!(err.contains(key), "names `{key}`: {err}");
+    };
+    let board = env.path().join("board.toml");
+    std::fs::write(&board, BOARD).unwrap();
+    let cfg = env.write_config(&format!("board = {:?}\n", board.display().to_string()));
+    assert_eq!(
+        env.covo(&["--config", &cfg, "tools", "list"]).status.code(),
+        Some(0),
+        "the unbroken board loads"
+    );
+    for (from, to, line, key) in board_cases {
+        std::fs::write(&board, BOARD.replace(from, to)).unwrap();
+        check(&cfg, &board.display().to_string(), *line, key);
+    }
+    let mut bad = BOARD.as_bytes().to_vec();
+    bad[BOARD.find("relay").unwrap()] = 0xff;
+    std::fs::write(&board, &bad).unwrap();
+    check(&cfg, &board.display().to_string(), 13, "UTF-8");
+
+    let config_cases: &[(&str, usize, &str)] = &[
+        (
+            "profile = \"edge\"\nplatform = \"nonexistent\"\n",
+            2,
+            "platform",
+        ),
+        ("\nprofile = \"nope\"\n", 2, "profile"),
+        (
+            "[toolsets.a]\nincludes = [\"b\"]\n[toolsets.b]\nincludes = [\"a\"]\n",
+            2,
+            "toolsets.a.includes",
+        ),
+        (
+            "profile = \"x\"\n[profiles.x]\nbase = \"y\"\n[profiles.y]\nbase = \"x\"\n",
+            3,
+            "profiles.x.base",
+        ),
+    ];
+    for (text, line, key) in config_cases {
+        let cfg = env.write_config(text);
+        check(&cfg, &cfg, *line, key);
+    }
+    let cfg = env.path().join("cfg.toml");
+    std::fs::write(&cfg, b"profile = \"ed\xffe\"\n").unwrap();
+    let cfg = cfg.display().to_string();
+    check(&cfg, &cfg, 1, "UTF-8");
+}

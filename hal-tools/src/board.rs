@@ -16,8 +16,8 @@ pub enum BoardError {
         /// Why.
         message: String,
     },
-    /// The TOML is malformed or does not fit the schema.
-    #[error("{path}:{line}:{column}: {message}")]
+    /// The TOML is malformed or does not fit the schema (or the file is not UTF-8).
+    #[error("{path}: line {line}, column {column}: {message}")]
     Parse {
         /// The file.
         path: PathBuf,
@@ -28,8 +28,9 @@ pub enum BoardError {
         /// What was expected.
         message: String,
     },
-    /// The TOML parses but does not make sense (a device on an undeclared bus, a duplicate name).
-    #[error("{path}:{line}: {message}")]
+    /// The TOML parses but does not make sense (a device on an undeclared bus, a duplicate name,
+    /// an unknown driver, a policy entry for something not declared); the message names the key.
+    #[error("{path}: line {line}: {message}")]
     Invalid {
         /// The file.
         path: PathBuf,
@@ -281,11 +282,23 @@ impl BoardDef {
         Ok(def)
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses a file. A file that is not UTF-8 is a [`BoardError::Parse`] at the
+    /// first bad byte.
     pub fn load(path: &Path) -> Result<BoardDef, BoardError> {
-        let text = std::fs::read_to_string(path).map_err(|e| BoardError::Read {
+        let bytes = std::fs::read(path).map_err(|e| BoardError::Read {
             path: path.to_path_buf(),
             message: e.to_string(),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let valid = String::from_utf8_lossy(&e.as_bytes()[..offset]);
+            let (line, column) = line_col(&valid, offset);
+            BoardError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: format!("not valid UTF-8 (byte {offset}); board files must be UTF-8 text"),
+            }
         })?;
         Self::parse(&text, path)
     }
@@ -306,14 +319,25 @@ impl BoardDef {
         self.i2c.first().map(|b| b.bus)
     }
 
-    /// Checks what the schema cannot: references between sections and duplicates. Each error
-    /// points at the offending key of the offending `[[device]]` (found through the TOML spans,
-    /// not by searching the text, so two devices with similar names are told apart).
+    /// Checks what the schema cannot: references between sections, duplicates, drivers, pins
+    /// and limits. Each error points at the offending key (found through the TOML spans, not by
+    /// searching the text, so two devices with similar names are told apart) and names it.
     fn validate(&self, text: &str) -> Result<(), BoardError> {
-        let invalid = |index: usize, key: &str, message: String| BoardError::Invalid {
+        use Seg::{Index as I, Key as K};
+        let at = |path: &[Seg], message: String| BoardError::Invalid {
             path: self.source.clone(),
-            line: device_key_line(text, index, key),
+            line: key_line(text, path),
             message,
+        };
+        let invalid = |index: usize, key: &str, message: String| {
+            at(&[K("device"), I(index), K(key)], message)
+        };
+        let available = &self.pins.available;
+        let listed = |pins: &[u32]| {
+            pins.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         for (i, d) in self.device.iter().enumerate() {
             if let Some(first) = self.device[..i].iter().position(|o| o.name == d.name) {
@@ -323,7 +347,19 @@ impl BoardDef {
                     format!(
                         "device name '{}' is declared twice (first at line {}); names must be unique",
                         d.name,
-                        device_key_line(text, first, "name")
+                        key_line(text, &[K("device"), I(first), K("name")])
+                    ),
+                ));
+            }
+            if !is_known_driver(&d.driver) {
+                return Err(invalid(
+                    i,
+                    "driver",
+                    format!(
+                        "device '{}': `driver = \"{}\"` is not a driver covo knows (known: {})",
+                        d.name,
+                        d.driver,
+                        known_drivers().join(", ")
                     ),
                 ));
             }
@@ -360,35 +396,163 @@ impl BoardDef {
                     ));
                 }
             }
+            // An empty `available` means every line may be used (as the hardware resolves pins).
+            if let Some(pin) = d
+                .pin
+                .filter(|_| matches!(d.driver.as_str(), "gpio_out" | "gpio_in"))
+            {
+                if !available.is_empty() && !available.contains(&pin) {
+                    return Err(invalid(
+                        i,
+                        "pin",
+                        format!(
+                            "device '{}': `pin = {pin}` is not in [pins] available ({})",
+                            d.name,
+                            listed(available)
+                        ),
+                    ));
+                }
+            }
+        }
+        let policy = &self.policy;
+        if !available.is_empty() {
+            if let Some(j) = policy.outputs.iter().position(|p| !available.contains(p)) {
+                return Err(at(
+                    &[K("policy"), K("outputs"), I(j)],
+                    format!(
+                        "`policy.outputs` lists GPIO{}, which is not in [pins] available ({})",
+                        policy.outputs[j],
+                        listed(available)
+                    ),
+                ));
+            }
+        }
+        let check_pwm = |limits: &[PwmLimit], prefix: &[Seg], what: &dyn Fn(u32) -> String| {
+            for (j, l) in limits.iter().enumerate() {
+                if l.min_hz > l.max_hz {
+                    let mut path = prefix.to_vec();
+                    path.extend([I(j), K("min_hz")]);
+                    return Err(at(
+                        &path,
+                        format!(
+                            "{}: `min_hz = {}` is above `max_hz = {}`; no frequency could be set",
+                            what(l.channel),
+                            l.min_hz,
+                            l.max_hz
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        check_pwm(&policy.pwm, &[K("policy"), K("pwm")], &|c| {
+            format!("`policy.pwm` channel {c}")
+        })?;
+        let mcus: Vec<&str> = self
+            .device
+            .iter()
+            .filter(|d| d.driver == "mcu")
+            .map(|d| d.name.as_str())
+            .collect();
+        for (j, m) in policy.mcu.iter().enumerate() {
+            if !mcus.contains(&m.device.as_str()) {
+                let not = match self.device(&m.device) {
+                    Some(d) => format!("is a '{}' device, not an mcu", d.driver),
+                    None => "names no declared device".into(),
+                };
+                return Err(at(
+                    &[K("policy"), K("mcu"), I(j), K("device")],
+                    format!(
+                        "[[policy.mcu]] `device = \"{}\"` {not} (declared mcu devices: {})",
+                        m.device,
+                        if mcus.is_empty() {
+                            "none".into()
+                        } else {
+                            mcus.join(", ")
+                        }
+                    ),
+                ));
+            }
+            check_pwm(&m.pwm, &[K("policy"), K("mcu"), I(j), K("pwm")], &|c| {
+                format!("[[policy.mcu]] '{}' pin {c}", m.device)
+            })?;
+        }
+        if let Some(allow) = &policy.serial_allow {
+            if let Some(j) = allow
+                .iter()
+                .position(|a| !self.serial.iter().any(|s| &s.name == a))
+            {
+                let declared: Vec<&str> = self.serial.iter().map(|s| s.name.as_str()).collect();
+                return Err(at(
+                    &[K("policy"), K("serial_allow"), I(j)],
+                    format!(
+                        "`policy.serial_allow` lists '{}', which no [[serial]] declares (declared: {})",
+                        allow[j],
+                        if declared.is_empty() { "none".into() } else { declared.join(", ") }
+                    ),
+                ));
+            }
         }
         Ok(())
     }
 }
 
-/// The 1-based line of `key` in the `index`th `[[device]]`, or of that device's table when the
-/// key is absent; 0 when the text cannot be located (it parsed once already, so rarely).
-fn device_key_line(text: &str, index: usize, key: &str) -> usize {
+/// Drivers that are not sensors: the display, GPIO, PWM, serial ports and microcontrollers.
+pub const OTHER_DRIVERS: &[&str] = &["ssd1306", "gpio_out", "gpio_in", "pwm", "serial", "mcu"];
+
+/// Whether covo has code for a `[[device]]` driver.
+pub fn is_known_driver(driver: &str) -> bool {
+    crate::sensors::DRIVERS.contains(&driver) || OTHER_DRIVERS.contains(&driver)
+}
+
+/// Every driver a `[[device]]` may name: the sensors, then the others.
+pub fn known_drivers() -> Vec<&'static str> {
+    crate::sensors::DRIVERS
+        .iter()
+        .chain(OTHER_DRIVERS)
+        .copied()
+        .collect()
+}
+
+/// One step of a path into the TOML document.
+#[derive(Debug, Clone, Copy)]
+enum Seg<'a> {
+    /// A key of a table.
+    Key(&'a str),
+    /// An element of an array (or of an array of tables).
+    Index(usize),
+}
+
+/// The 1-based line of what `path` leads to: a key, or an array element. When the path stops
+/// early (a key that is absent), the line of the deepest thing found; 0 when the text cannot be
+/// located (it parsed once already, so rarely).
+fn key_line(text: &str, path: &[Seg]) -> usize {
     use toml::de::{DeTable, DeValue};
     let Ok(root) = DeTable::parse(text) else {
         return 0;
     };
-    let Some((_, devices)) = root.get_ref().iter().find(|(k, _)| k.get_ref() == "device") else {
-        return 0;
-    };
-    let DeValue::Array(devices) = devices.get_ref() else {
-        return 0;
-    };
-    let Some(device) = devices.get(index) else {
-        return 0;
-    };
-    let at = match device.get_ref() {
-        DeValue::Table(t) => t
-            .iter()
-            .find(|(k, _)| k.get_ref() == key)
-            .map_or(device.span().start, |(k, _)| k.span().start),
-        _ => device.span().start,
-    };
-    line_col(text, at).0
+    let mut value: &DeValue = &DeValue::Table(root.get_ref().clone());
+    let mut best: Option<usize> = None;
+    for seg in path {
+        match (seg, value) {
+            (Seg::Key(key), DeValue::Table(t)) => {
+                let Some((k, v)) = t.iter().find(|(k, _)| k.get_ref() == key) else {
+                    break;
+                };
+                best = Some(k.span().start);
+                value = v.get_ref();
+            }
+            (Seg::Index(i), DeValue::Array(a)) => {
+                let Some(v) = a.get(*i) else {
+                    break;
+                };
+                best = Some(v.span().start);
+                value = v.get_ref();
+            }
+            _ => break,
+        }
+    }
+    best.map_or(0, |at| line_col(text, at).0)
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -53,7 +53,7 @@ pub enum SensorError {
 
 /// Drivers [`read`] knows.
 pub const DRIVERS: &[&str] = &[
-    "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x",
+    "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x", "ads1115",
 ];
 
 /// The quantities a driver reports, as (name, unit); empty for an unknown driver.

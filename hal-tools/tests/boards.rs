@@ -258,3 +258,184 @@ fn a_syntax_error_and_a_missing_file_are_reported_with_the_path() {
         "{e}"
     );
 }
+
+/// A board with pins, PWM, a serial port, a microcontroller and a policy over them: each test
+/// below breaks one thing in it.
+const FULL: &str = r#"[board]
+name = "t"
+model = "test"
+
+[[serial]]
+name = "pico"
+path = "/dev/ttyACM0"
+
+[pins]
+available = [4, 17, 27]
+
+[[pwm]]
+channel = 0
+pin = 18
+
+[[device]]
+name = "relay"
+driver = "gpio_out"
+pin = 17
+
+[[device]]
+name = "pico"
+driver = "mcu"
+port = "pico"
+
+[policy]
+outputs = [4]
+pwm = [{ channel = 0, min_hz = 10.0, max_hz = 40000.0 }]
+serial_allow = ["pico"]
+
+[[policy.mcu]]
+device = "pico"
+outputs = [25]
+pwm = [{ channel = 15, min_hz = 10.0, max_hz = 1000.0 }]
+"#;
+
+/// The 1-based line of the only line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    let hits: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(hits.len(), 1, "{needle:?} in {text}");
+    hits[0]
+}
+
+/// A definition that parses but is refused: the line, and the message as shown, which must
+/// name the file, the line and `key`.
+fn refused(text: &str, key: &str) -> (usize, String) {
+    let e = BoardDef::parse(text, Path::new("boards/t.toml")).unwrap_err();
+    let BoardError::Invalid { line, .. } = &e else {
+        panic!("expected Invalid, got {e:?}")
+    };
+    let line = *line;
+    let shown = e.to_string();
+    assert!(shown.starts_with("boards/t.toml:"), "{shown}");
+    assert!(shown.contains(&format!("line {line}")), "{shown}");
+    assert!(shown.contains(key), "names `{key}`: {shown}");
+    (line, shown)
+}
+
+#[test]
+fn the_full_text_parses() {
+    BoardDef::parse(FULL, Path::new("boards/t.toml")).unwrap();
+}
+
+#[test]
+fn an_unknown_driver_is_refused_at_its_driver_key() {
+    let text = FULL.replace("driver = \"gpio_out\"", "driver = \"dht22\"");
+    let (line, shown) = refused(&text, "driver");
+    assert_eq!(line, line_of(&text, "dht22"));
+    assert!(
+        shown.contains("'relay'") && shown.contains("dht22"),
+        "{shown}"
+    );
+    assert!(shown.contains("bme280"), "lists the known drivers: {shown}");
+    // Every driver covo reads or drives is known.
+    for d in [
+        "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x", "ads1115", "ssd1306",
+        "gpio_out", "gpio_in", "pwm", "serial", "mcu",
+    ] {
+        let text = FULL.replace("driver = \"gpio_out\"", &format!("driver = \"{d}\""));
+        BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap_or_else(|e| panic!("{d}: {e}"));
+    }
+}
+
+#[test]
+fn a_gpio_out_pin_outside_the_available_pins_is_refused() {
+    let text = FULL.replace("pin = 17", "pin = 12");
+    let (line, shown) = refused(&text, "pin");
+    assert_eq!(line, line_of(&text, "pin = 12"));
+    assert!(shown.contains("'relay'") && shown.contains("12"), "{shown}");
+    assert!(shown.contains("available"), "{shown}");
+}
+
+#[test]
+fn a_policy_output_outside_the_available_pins_is_refused() {
+    let text = FULL.replace("outputs = [4]", "outputs = [4,\n  22]");
+    let (line, shown) = refused(&text, "outputs");
+    assert_eq!(line, line_of(&text, "  22]"), "the line of the entry");
+    assert!(
+        shown.contains("22") && shown.contains("available"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_pwm_limit_with_min_above_max_is_refused() {
+    let text = FULL.replace(
+        "{ channel = 0, min_hz = 10.0, max_hz = 40000.0 }",
+        "{ channel = 0, min_hz = 50000.0, max_hz = 40000.0 }",
+    );
+    let (line, shown) = refused(&text, "min_hz");
+    assert_eq!(line, line_of(&text, "min_hz = 50000.0"));
+    assert!(shown.contains("max_hz"), "{shown}");
+    // The same on a microcontroller's pin.
+    let text = FULL.replace(
+        "{ channel = 15, min_hz = 10.0, max_hz = 1000.0 }",
+        "{ channel = 15,\n  min_hz = 2000.0, max_hz = 1000.0 }",
+    );
+    let (line, shown) = refused(&text, "min_hz");
+    assert_eq!(line, line_of(&text, "min_hz = 2000.0"));
+    assert!(shown.contains("pico"), "{shown}");
+}
+
+#[test]
+fn a_policy_for_an_undeclared_mcu_is_refused() {
+    let text = FULL.replace("device = \"pico\"", "device = \"picoo\"");
+    let (line, shown) = refused(&text, "device");
+    assert_eq!(line, line_of(&text, "picoo"));
+    assert!(shown.contains("picoo") && shown.contains("mcu"), "{shown}");
+    // A declared device that is not a microcontroller is no better.
+    let text = FULL.replace("device = \"pico\"", "device = \"relay\"");
+    let (line, _) = refused(&text, "device");
+    assert_eq!(line, line_of(&text, "device = \"relay\""));
+}
+
+#[test]
+fn a_serial_allow_entry_for_an_undeclared_port_is_refused() {
+    let text = FULL.replace(
+        "serial_allow = [\"pico\"]",
+        "serial_allow = [\"pico\", \"gps\"]",
+    );
+    let (line, shown) = refused(&text, "serial_allow");
+    assert_eq!(line, line_of(&text, "serial_allow"));
+    assert!(shown.contains("'gps'") && shown.contains("pico"), "{shown}");
+}
+
+#[test]
+fn errors_say_line_n_like_the_config_errors_do() {
+    let text = GOOD.replace("address = 0x77", "adress = 0x77");
+    let shown = BoardDef::parse(&text, Path::new("boards/t.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        shown.starts_with("boards/t.toml: line 18, column 1: "),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_board_file_that_is_not_utf8_names_the_line_and_the_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let mut bytes = FULL.as_bytes().to_vec();
+    let at = FULL.find("\"relay\"").unwrap() + 1;
+    bytes[at] = 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = BoardDef::load(&path).unwrap_err();
+    let shown = e.to_string();
+    assert!(shown.starts_with(&path.display().to_string()), "{shown}");
+    let line = line_of(FULL, "\"relay\"");
+    assert!(shown.contains(&format!("line {line}")), "{shown}");
+    assert!(shown.contains(&format!("byte {at}")), "{shown}");
+    assert!(shown.contains("UTF-8"), "{shown}");
+}
