@@ -9,6 +9,7 @@ pub mod openai;
 
 use crate::config::LlmConfig;
 pub use crate::config::ProviderKind;
+use crate::secrets::{http_error, redact_url, redact_urls_in};
 use covo_core::spec::ToolSpec;
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -189,8 +190,9 @@ pub trait ChatModel: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// A fully resolved provider configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A fully resolved provider configuration. Its `Debug` shows the base URL redacted and never
+/// the key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Provider {
     /// The wire format.
     pub kind: ProviderKind,
@@ -208,6 +210,24 @@ pub struct Provider {
     pub retry_base: Duration,
     /// Output token limit (Anthropic requires one).
     pub max_tokens: u32,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.kind)
+            .field("base_url", &redact_url(&self.base_url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| crate::secrets::MASK),
+            )
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base", &self.retry_base)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
 }
 
 impl Provider {
@@ -271,8 +291,8 @@ impl HttpModel {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| LlmError::Transport {
-                url: provider.base_url.clone(),
-                detail: e.to_string(),
+                url: redact_url(&provider.base_url),
+                detail: http_error(e),
             })?;
         Ok(HttpModel { http, provider })
     }
@@ -285,8 +305,10 @@ impl HttpModel {
     async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
         let p = &self.provider;
         let url = p.url();
+        // What errors and logs show: the endpoint with any userinfo and query values masked.
+        let shown = redact_url(&url);
         let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
-            url: url.clone(),
+            url: shown.clone(),
             detail: e.to_string(),
         })?;
         let mut attempt = 0;
@@ -304,7 +326,13 @@ impl HttpModel {
                 ProviderKind::Anthropic => {
                     let req = req.header("anthropic-version", "2023-06-01");
                     match &p.api_key {
-                        Some(k) => req.header("x-api-key", k),
+                        Some(k) => match reqwest::header::HeaderValue::from_str(k) {
+                            Ok(mut v) => {
+                                v.set_sensitive(true);
+                                req.header("x-api-key", v)
+                            }
+                            Err(_) => req.header("x-api-key", k),
+                        },
                         None => req,
                     }
                 }
@@ -315,14 +343,14 @@ impl HttpModel {
                     let status = resp.status().as_u16();
                     let after = retry_after(&resp);
                     let text = resp.text().await.unwrap_or_default();
-                    let err = classify(p, &url, status, &text);
+                    let err = classify(p, &shown, status, &text);
                     (LlmError::retryable(status).then_some(after), err)
                 }
                 Err(e) => (
                     Some(None),
                     LlmError::Transport {
-                        url: url.clone(),
-                        detail: e.to_string(),
+                        url: shown.clone(),
+                        detail: http_error(e),
                     },
                 ),
             };
@@ -362,7 +390,7 @@ fn error_message(body: &str) -> String {
         .or_else(|| v["message"].as_str())
         .map(str::to_string)
         .unwrap_or_else(|| body.to_string());
-    msg.chars().take(300).collect()
+    redact_urls_in(&msg.chars().take(300).collect::<String>())
 }
 
 fn classify(p: &Provider, url: &str, status: u16, body: &str) -> LlmError {
@@ -411,6 +439,7 @@ impl ChatModel for HttpModel {
                 }
             };
             let resp = self.send(&body).await?;
+            let url = redact_url(&url);
             let decode = |detail: String| LlmError::Decode {
                 url: url.clone(),
                 detail,
@@ -422,7 +451,7 @@ impl ChatModel for HttpModel {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             if !is_sse {
                 // Some servers ignore `stream: true`; accept a plain JSON answer too.
-                let text = resp.text().await.map_err(|e| decode(e.to_string()))?;
+                let text = resp.text().await.map_err(|e| decode(http_error(e)))?;
                 let v: serde_json::Value =
                     serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
                 let r = match p.kind {
@@ -441,7 +470,10 @@ impl ChatModel for HttpModel {
             while let Some(ev) = events.next().await {
                 let ev = ev.map_err(|e| LlmError::Transport {
                     url: url.clone(),
-                    detail: e.to_string(),
+                    detail: match e {
+                        eventsource_stream::EventStreamError::Transport(e) => http_error(e),
+                        other => redact_urls_in(&other.to_string()),
+                    },
                 })?;
                 let delta = match p.kind {
                     ProviderKind::Openai => {
@@ -481,7 +513,7 @@ impl ChatModel for HttpModel {
                 ProviderKind::Anthropic => "Anthropic",
             },
             p.model,
-            p.base_url
+            redact_url(&p.base_url)
         )
     }
 }
