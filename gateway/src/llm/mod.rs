@@ -155,14 +155,33 @@ pub enum LlmError {
         /// The cause.
         detail: String,
     },
-    /// The response could not be understood.
-    #[error("unexpected response from {url}: {detail}")]
-    Decode {
+    /// The provider answered 200 with something that is not a usable answer: an empty body,
+    /// no or malformed `choices` (OpenAI), malformed `content` (Anthropic), a broken stream.
+    #[error("the model provider at {url} sent a malformed response: {detail}")]
+    Malformed {
         /// The endpoint.
         url: String,
         /// What was wrong.
         detail: String,
     },
+    /// The response stream ended before the model finished its answer; nothing from it is used,
+    /// so no tool call from it runs.
+    #[error("the model provider at {url} ended its response before the answer was complete ({detail}); nothing from it was used and no tool call from it ran")]
+    Truncated {
+        /// The endpoint.
+        url: String,
+        /// What was missing.
+        detail: String,
+    },
+}
+
+/// Why an assembled stream cannot be used (see the assemblers' `finish`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// It has the wrong shape.
+    Malformed(String),
+    /// It ended before the model finished.
+    Truncated(String),
 }
 
 impl LlmError {
@@ -307,9 +326,9 @@ impl HttpModel {
         let url = p.url();
         // What errors and logs show: the endpoint with any userinfo and query values masked.
         let shown = redact_url(&url);
-        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
+        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Malformed {
             url: shown.clone(),
-            detail: e.to_string(),
+            detail: format!("the request could not be encoded: {e}"),
         })?;
         let mut attempt = 0;
         loop {
@@ -440,7 +459,7 @@ impl ChatModel for HttpModel {
             };
             let resp = self.send(&body).await?;
             let url = redact_url(&url);
-            let decode = |detail: String| LlmError::Decode {
+            let malformed = |detail: String| LlmError::Malformed {
                 url: url.clone(),
                 detail,
             };
@@ -451,14 +470,20 @@ impl ChatModel for HttpModel {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             if !is_sse {
                 // Some servers ignore `stream: true`; accept a plain JSON answer too.
-                let text = resp.text().await.map_err(|e| decode(http_error(e)))?;
-                let v: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
+                let text = resp.text().await.map_err(|e| LlmError::Transport {
+                    url: url.clone(),
+                    detail: http_error(e),
+                })?;
+                if text.trim().is_empty() {
+                    return Err(malformed("the response body is empty".into()));
+                }
+                let v: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| malformed(format!("the body is not JSON: {e}")))?;
                 let r = match p.kind {
                     ProviderKind::Openai => openai::parse_response(&v),
                     ProviderKind::Anthropic => anthropic::parse_response(&v),
                 }
-                .map_err(decode)?;
+                .map_err(malformed)?;
                 if !r.text.is_empty() {
                     on_text(&r.text);
                 }
@@ -467,6 +492,7 @@ impl ChatModel for HttpModel {
             let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
             let mut oa = openai::StreamAssembler::default();
             let mut an = anthropic::StreamAssembler::default();
+            let mut seen = 0usize;
             while let Some(ev) = events.next().await {
                 let ev = ev.map_err(|e| LlmError::Transport {
                     url: url.clone(),
@@ -475,15 +501,17 @@ impl ChatModel for HttpModel {
                         other => redact_urls_in(&other.to_string()),
                     },
                 })?;
+                seen += 1;
                 let delta = match p.kind {
                     ProviderKind::Openai => {
-                        if ev.data.trim() == "[DONE]" {
+                        let d = oa.push(&ev.data).map_err(malformed)?;
+                        if oa.is_done() {
                             break;
                         }
-                        oa.push(&ev.data).map_err(decode)?
+                        d
                     }
                     ProviderKind::Anthropic => {
-                        let d = an.push(&ev.event, &ev.data).map_err(decode)?;
+                        let d = an.push(&ev.event, &ev.data).map_err(malformed)?;
                         if an.finished() {
                             if let Some(t) = d {
                                 on_text(&t);
@@ -497,9 +525,19 @@ impl ChatModel for HttpModel {
                     on_text(&t);
                 }
             }
-            Ok(match p.kind {
+            if seen == 0 {
+                return Err(malformed("the response stream is empty".into()));
+            }
+            match p.kind {
                 ProviderKind::Openai => oa.finish(),
                 ProviderKind::Anthropic => an.finish(),
+            }
+            .map_err(|u| match u {
+                Unusable::Malformed(detail) => malformed(detail),
+                Unusable::Truncated(detail) => LlmError::Truncated {
+                    url: url.clone(),
+                    detail,
+                },
             })
         })
     }
