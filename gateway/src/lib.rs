@@ -17,6 +17,7 @@
 //! - `store`: the SQLite store under `$COVO_HOME`.
 //! - `config`: `covo.toml` loading.
 //! - `error`: respond-to-model errors and fatal errors.
+//! - `secrets`: URLs and HTTP errors shown with their secrets masked.
 //! - `watch`: sensor watch rules (a pure state machine) and their evaluation on new readings.
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
 //! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
@@ -39,6 +40,7 @@ pub mod logging;
 pub mod policy;
 pub mod runtime;
 pub mod schema;
+pub mod secrets;
 pub mod spec;
 pub mod store;
 pub mod swarm;

@@ -263,7 +263,10 @@ impl Runtime {
                 match crate::link::PeerLink::start(cfg) {
                     Ok(link) => {
                         if !link.wait_synced(PEER_SYNC) {
-                            tracing::warn!(url = cfg.url(), "MQTT broker not reachable yet");
+                            tracing::warn!(
+                                url = %crate::secrets::redact_url(&cfg.url()),
+                                "MQTT broker not reachable yet"
+                            );
                         }
                         Some(link)
                     }

@@ -587,3 +587,67 @@ fn two_gateways_on_one_home_claim_each_due_job_once() {
         "every due job is claimed by exactly one gateway"
     );
 }
+
+#[test]
+fn a_truncated_stream_ends_the_turn_with_a_provider_error_and_runs_no_tool() {
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        for reply in [
+            Reply::tool_calls(vec![("memory_store", r#"{"text":"half sent"}"#)]),
+            Reply::text_and_tools(
+                "Storing it.",
+                vec![("memory_store", r#"{"text":"half sent"}"#)],
+            ),
+            Reply::text("An answer cut in the middle"),
+        ] {
+            let srv = ScriptedLlm::start(vec![Reply::truncated(reply), Reply::text("late")]);
+            let rt = runtime("full", Config::default());
+            let mut a = agent(&rt, &srv, kind);
+            let (r, rec) = turn(&mut a, "remember this");
+            match &r.outcome {
+                Outcome::Failed(e) => assert!(
+                    e.contains("before the answer was complete"),
+                    "{kind:?}: {e}"
+                ),
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            assert!(rec.calls.is_empty(), "{kind:?}: {:?}", rec.calls);
+            assert_eq!(r.tool_calls, 0);
+            assert_eq!(srv.requests().len(), 1, "{kind:?}: no second model call");
+            let store = rt.store().unwrap();
+            assert!(store.recall("half", None, 5).unwrap().is_empty());
+            let audited: i64 = store
+                .conn()
+                .query_row("SELECT COUNT(*) FROM audit", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(audited, 0, "{kind:?}: no tool call reached the pipeline");
+        }
+    }
+}
+
+#[test]
+fn a_malformed_answer_ends_the_turn_with_a_provider_error() {
+    for (kind, ct, body) in [
+        (ProviderKind::Openai, "text/event-stream", ""),
+        (
+            ProviderKind::Openai,
+            "application/json",
+            r#"{"choices":[{}]}"#,
+        ),
+        (ProviderKind::Anthropic, "text/event-stream", ""),
+        (
+            ProviderKind::Anthropic,
+            "application/json",
+            r#"{"content":[7]}"#,
+        ),
+    ] {
+        let srv = ScriptedLlm::start(vec![Reply::raw(ct, body)]);
+        let rt = runtime("full", Config::default());
+        let mut a = agent(&rt, &srv, kind);
+        let (r, rec) = turn(&mut a, "hi");
+        match &r.outcome {
+            Outcome::Failed(e) => assert!(e.contains("malformed response"), "{kind:?} {body}: {e}"),
+            other => panic!("{kind:?} {ct} {body:?}: {other:?}"),
+        }
+        assert!(rec.calls.is_empty());
+    }
+}

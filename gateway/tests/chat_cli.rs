@@ -203,3 +203,115 @@ fn schedules_fire_while_chat_is_waiting_for_input() {
         .unwrap();
     assert!(String::from_utf8_lossy(&probe.stdout).contains("fired while idle"));
 }
+
+/// Runs `covo chat -m hi` against `srv` in the given format.
+fn chat_once(dir: &std::path::Path, srv: &ScriptedLlm, anthropic: bool) -> std::process::Output {
+    let mut c = covo(dir);
+    c.args(["chat", "--profile", "full", "-m", "hi"])
+        .env("COVO_LLM_MODEL", "scripted")
+        .env("COVO_LLM_API_KEY", "sk-test");
+    if anthropic {
+        c.env("COVO_LLM_PROVIDER", "anthropic")
+            .env("COVO_LLM_BASE_URL", srv.anthropic_base_url());
+    } else {
+        c.env("COVO_LLM_BASE_URL", srv.openai_base_url());
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn chat_m_fails_with_a_provider_error_on_an_empty_or_malformed_answer() {
+    let json = "application/json";
+    let sse = "text/event-stream";
+    // (anthropic?, content-type, body)
+    let cases: &[(bool, &str, &str)] = &[
+        (false, json, ""),
+        (false, sse, ""),
+        (false, json, "{}"),
+        (false, json, r#"{"choices":[]}"#),
+        (false, json, r#"{"choices":"none"}"#),
+        (false, json, r#"{"choices":[42]}"#),
+        (false, json, r#"{"choices":[{"index":0}]}"#),
+        (
+            false,
+            json,
+            r#"{"choices":[{"message":{"role":"assistant","content":7},"finish_reason":"stop"}]}"#,
+        ),
+        (
+            false,
+            json,
+            r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"type":"function"}]},"finish_reason":"tool_calls"}]}"#,
+        ),
+        (false, sse, "data: {\"id\":\"x\"}\n\ndata: [DONE]\n\n"),
+        (
+            false,
+            sse,
+            "data: {\"choices\":[7]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+        ),
+        (true, json, ""),
+        (true, sse, ""),
+        (true, json, "{}"),
+        (true, json, r#"{"content":"hello","stop_reason":"end_turn"}"#),
+        (true, json, r#"{"content":[42],"stop_reason":"end_turn"}"#),
+        (
+            true,
+            json,
+            r#"{"content":[{"type":"text","text":5}],"stop_reason":"end_turn"}"#,
+        ),
+        (
+            true,
+            json,
+            r#"{"content":[{"type":"tool_use","id":"t1","input":{}}],"stop_reason":"tool_use"}"#,
+        ),
+    ];
+    for (anthropic, ct, body) in cases {
+        let srv = ScriptedLlm::start(vec![Reply::raw(*ct, *body)]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = chat_once(dir.path(), &srv, *anthropic);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let case = format!("anthropic={anthropic} {ct} {body:?}");
+        assert_eq!(out.status.code(), Some(1), "{case}: {stderr}");
+        assert!(out.stdout.is_empty(), "{case}: no answer is printed");
+        assert!(
+            stderr.contains("the model provider at") && stderr.contains("malformed response"),
+            "{case}: {stderr}"
+        );
+        assert_eq!(srv.requests().len(), 1, "{case}: not retried");
+    }
+}
+
+#[test]
+fn chat_m_fails_on_a_truncated_stream_and_runs_none_of_its_tool_calls() {
+    for anthropic in [false, true] {
+        let srv = ScriptedLlm::start(vec![
+            Reply::truncated(Reply::tool_calls(vec![(
+                "memory_store",
+                r#"{"text":"the gate code is 4711"}"#,
+            )])),
+            Reply::text("Stored."),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = chat_once(dir.path(), &srv, anthropic);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "anthropic={anthropic}: {stderr}"
+        );
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr.contains("the model provider at")
+                && stderr.contains("before the answer was complete"),
+            "anthropic={anthropic}: {stderr}"
+        );
+        assert_eq!(srv.requests().len(), 1, "no second model call");
+        let recall = covo(dir.path())
+            .args(["tools", "call", "memory_recall", r#"{"query":"gate code"}"#])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&recall.stdout).contains("4711"),
+            "the truncated call did not run"
+        );
+    }
+}

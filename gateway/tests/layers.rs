@@ -15,6 +15,7 @@ const RANK: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "logging",
+            "secrets",
             "schema",
             "config",
             "llm",

@@ -47,6 +47,9 @@
 //!   status and extra headers, in stream mode too. An exhausted script answers 500 with an error
 //!   in the endpoint's style whose message starts with `script exhausted`. An unknown path answers
 //!   404 and a non-POST on a known path answers 405; neither consumes a reply.
+//! * Bad output: [`Reply::raw`] sends any status, `content-type` and body verbatim (an empty
+//!   200, JSON of the wrong shape, a hand-written event stream); [`Reply::truncated`] serves a
+//!   message stream that stops before its finishing events.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -93,6 +96,18 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
     /// Never answer; the request is abandoned when the server is dropped.
     Hang,
+    /// A raw answer: the status, the `content-type` and the body, sent verbatim (in stream mode
+    /// too), e.g. an empty 200 or a JSON document of the wrong shape.
+    Raw {
+        code: u16,
+        content_type: String,
+        body: String,
+    },
+    /// The inner message cut short: streamed, it stops before its end (OpenAI: no chunk with a
+    /// `finish_reason`, no usage chunk, no `[DONE]`; Anthropic: no `message_delta`, no
+    /// `message_stop`), as when a connection drops cleanly mid-answer; as JSON, the body is cut in
+    /// half. Tool calls in it are complete up to their last argument piece.
+    Truncated(Box<Reply>),
 }
 
 impl Reply {
@@ -161,6 +176,20 @@ impl Reply {
         Reply::Hang
     }
 
+    /// A 200 with `content_type` and `body` sent verbatim.
+    pub fn raw(content_type: impl Into<String>, body: impl Into<String>) -> Reply {
+        Reply::Raw {
+            code: 200,
+            content_type: content_type.into(),
+            body: body.into(),
+        }
+    }
+
+    /// `reply` (a message) cut short before its end; see [`Reply::Truncated`].
+    pub fn truncated(reply: Reply) -> Reply {
+        Reply::Truncated(Box::new(reply))
+    }
+
     /// Add a response header to a message or status reply (through any delay); a no-op on [`Reply::Hang`].
     pub fn with_header(mut self, name: &str, value: &str) -> Reply {
         match &mut self {
@@ -171,7 +200,11 @@ impl Reply {
                 let taken = std::mem::replace(inner.as_mut(), Reply::Hang);
                 **inner = taken.with_header(name, value);
             }
-            Reply::Hang => {}
+            Reply::Truncated(inner) => {
+                let taken = std::mem::replace(inner.as_mut(), Reply::Hang);
+                **inner = taken.with_header(name, value);
+            }
+            Reply::Hang | Reply::Raw { .. } => {}
         }
         self
     }
@@ -190,7 +223,7 @@ impl Reply {
                 Some(bytes as u64 / 4 + 1)
             }
             Reply::Delay(_, inner) => inner.output_tokens(),
-            Reply::Status { .. } | Reply::Hang => None,
+            Reply::Status { .. } | Reply::Hang | Reply::Raw { .. } | Reply::Truncated(_) => None,
         }
     }
 }
@@ -531,6 +564,49 @@ fn plan(api: Api, reply: &Reply, request: &Value, input_tokens: u64, shared: &Sh
             body: body.clone(),
             headers: headers.clone(),
         },
+        Reply::Raw {
+            code,
+            content_type,
+            body,
+        } => Plan::Json {
+            code: *code,
+            body: body.clone(),
+            headers: vec![("content-type".to_string(), content_type.clone())],
+        },
+        Reply::Truncated(inner) => match plan(api, inner, request, input_tokens, shared) {
+            Plan::Sse {
+                mut events,
+                headers,
+            } => {
+                let end = match api {
+                    Api::OpenAi => events
+                        .iter()
+                        .position(|e| e.contains("\"finish_reason\":\"")),
+                    Api::Anthropic => events
+                        .iter()
+                        .position(|e| e.starts_with("event: message_delta")),
+                };
+                events.truncate(end.unwrap_or(events.len()));
+                Plan::Sse { events, headers }
+            }
+            Plan::Json {
+                code,
+                mut body,
+                headers,
+            } => {
+                let mut half = body.len() / 2;
+                while !body.is_char_boundary(half) {
+                    half -= 1;
+                }
+                body.truncate(half);
+                Plan::Json {
+                    code,
+                    body,
+                    headers,
+                }
+            }
+            other => other,
+        },
         Reply::Message {
             text,
             tool_calls,
@@ -869,9 +945,15 @@ fn serve(request: tiny_http::Request, plan: Plan, shared: &Shared) {
             body,
             headers,
         } => {
-            let mut response = tiny_http::Response::from_data(body.into_bytes())
-                .with_status_code(code)
-                .with_header(header("content-type", "application/json").expect("valid header"));
+            let mut response =
+                tiny_http::Response::from_data(body.into_bytes()).with_status_code(code);
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                response
+                    .add_header(header("content-type", "application/json").expect("valid header"));
+            }
             for (name, value) in &headers {
                 if let Some(h) = header(name, value) {
                     response.add_header(h);

@@ -787,3 +787,54 @@ fn a_hanging_request_is_recorded_and_dropping_the_server_does_not_wait_for_it() 
         );
     }
 }
+
+#[test]
+fn raw_replies_are_sent_verbatim_with_their_content_type_even_when_streaming() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::raw("application/json", ""),
+        Reply::raw("text/event-stream", "data: {\"id\":1}\n\n"),
+    ]);
+    let r = post(&srv, CHAT, &openai_request(true));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.body, "");
+    let r = post(&srv, MESSAGES, &anthropic_request(false));
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.body, "data: {\"id\":1}\n\n");
+    assert!(srv.requests().iter().all(|q| q.usage.is_none()));
+}
+
+#[test]
+fn truncated_streams_stop_before_their_finishing_events() {
+    let call = || Reply::tool_calls(vec![("sensor_read", r#"{"sensor":"climate"}"#)]);
+    let srv = ScriptedLlm::start(vec![
+        Reply::truncated(call()),
+        Reply::truncated(call()),
+        Reply::truncated(call()),
+    ]);
+    let r = post(&srv, CHAT, &openai_request(true));
+    let events = r.events();
+    assert!(events.iter().all(|(_, d)| d != "[DONE]"), "{}", r.body);
+    assert!(
+        !r.body.contains(r#""finish_reason":"tool_calls""#),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains("sensor_read") && r.body.contains("lima"),
+        "the call and its argument pieces were sent: {}",
+        r.body
+    );
+    let r = post(&srv, MESSAGES, &anthropic_request(true));
+    let names: Vec<String> = r.events().into_iter().filter_map(|(n, _)| n).collect();
+    assert_eq!(names.last().map(String::as_str), Some("content_block_stop"));
+    assert!(!names
+        .iter()
+        .any(|n| n == "message_delta" || n == "message_stop"));
+    let r = post(&srv, CHAT, &openai_request(false));
+    assert!(
+        serde_json::from_str::<Value>(&r.body).is_err(),
+        "{}",
+        r.body
+    );
+}

@@ -1,7 +1,7 @@
 //! The Anthropic Messages wire format: request bodies, whole responses, and the assembly of
 //! streamed events. Pure functions over JSON; no I/O.
 
-use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Usage};
+use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
 use covo_core::plan::{render, Format};
 use serde_json::{json, Value};
 
@@ -79,33 +79,56 @@ fn stop_reason(s: Option<&str>) -> StopReason {
     }
 }
 
-fn input_text(input: &Value) -> String {
+fn short(v: &Value) -> String {
+    v.to_string().chars().take(200).collect()
+}
+
+/// A tool call's `input` as argument text: an object as its JSON, text verbatim (the pipeline
+/// reports it as malformed arguments), none as `{}`; anything else is a malformed response.
+fn input_text(input: Option<&Value>) -> Result<String, String> {
     match input {
-        Value::String(s) => s.clone(),
-        Value::Null => "{}".into(),
-        v => v.to_string(),
+        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(Value::Null) => Ok("{}".into()),
+        Some(v @ Value::Object(_)) => Ok(v.to_string()),
+        Some(other) => Err(format!(
+            "a tool_use input is not an object: {}",
+            short(other)
+        )),
     }
 }
 
-/// Parses a whole (non-streamed) response.
+/// A block's tool name: a non-empty string.
+fn tool_name(b: &Value) -> Result<String, String> {
+    match b.get("name") {
+        Some(Value::String(n)) if !n.is_empty() => Ok(n.clone()),
+        _ => Err(format!("a tool_use block has no name: {}", short(b))),
+    }
+}
+
+/// Parses a whole (non-streamed) response. `content` must be a list of blocks, each an object
+/// with a `type`; a text block needs text, a tool_use block a name. Anything else is an error: a
+/// malformed answer is never taken for an empty one.
 pub fn parse_response(v: &Value) -> Result<ChatResponse, String> {
-    let blocks = v["content"].as_array().ok_or_else(|| {
-        format!(
-            "no content in {}",
-            v.to_string().chars().take(200).collect::<String>()
-        )
-    })?;
+    let blocks = match v.get("content") {
+        Some(Value::Array(blocks)) => blocks,
+        Some(other) => return Err(format!("`content` is not a list: {}", short(other))),
+        None => return Err(format!("no content in {}", short(v))),
+    };
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for b in blocks {
-        match b["type"].as_str() {
-            Some("text") => text.push_str(b["text"].as_str().unwrap_or_default()),
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => match b.get("text") {
+                Some(Value::String(t)) => text.push_str(t),
+                _ => return Err(format!("a text block has no text: {}", short(b))),
+            },
             Some("tool_use") => tool_calls.push(ToolCall {
                 id: b["id"].as_str().unwrap_or_default().to_string(),
-                name: b["name"].as_str().unwrap_or_default().to_string(),
-                arguments: input_text(&b["input"]),
+                name: tool_name(b)?,
+                arguments: input_text(b.get("input"))?,
             }),
-            _ => {}
+            Some(_) => {}
+            None => return Err(format!("a content block has no type: {}", short(b))),
         }
     }
     Ok(ChatResponse {
@@ -157,6 +180,9 @@ impl StreamAssembler {
             }
             "content_block_start" => {
                 let b = &v["content_block"];
+                if !b.is_object() {
+                    return Err(format!("a content_block_start has no block: {}", short(&v)));
+                }
                 let block = match b["type"].as_str() {
                     Some("text") => {
                         let t = b["text"].as_str().unwrap_or_default();
@@ -165,10 +191,11 @@ impl StreamAssembler {
                     }
                     Some("tool_use") => Block::Tool(ToolCall {
                         id: b["id"].as_str().unwrap_or_default().to_string(),
-                        name: b["name"].as_str().unwrap_or_default().to_string(),
+                        name: tool_name(b)?,
                         arguments: String::new(),
                     }),
-                    _ => Block::Other,
+                    Some(_) => Block::Other,
+                    None => return Err(format!("a content block has no type: {}", short(b))),
                 };
                 self.blocks.push(block);
             }
@@ -176,14 +203,18 @@ impl StreamAssembler {
                 let d = &v["delta"];
                 match d["type"].as_str() {
                     Some("text_delta") => {
-                        let t = d["text"].as_str().unwrap_or_default();
+                        let t = d["text"]
+                            .as_str()
+                            .ok_or_else(|| format!("a text_delta has no text: {}", short(d)))?;
                         self.text.push_str(t);
                         return Ok((!t.is_empty()).then(|| t.to_string()));
                     }
                     Some("input_json_delta") => {
+                        let part = d["partial_json"].as_str().ok_or_else(|| {
+                            format!("an input_json_delta has no partial_json: {}", short(d))
+                        })?;
                         if let Some(Block::Tool(c)) = self.blocks.last_mut() {
-                            c.arguments
-                                .push_str(d["partial_json"].as_str().unwrap_or_default());
+                            c.arguments.push_str(part);
                         }
                     }
                     _ => {}
@@ -218,14 +249,27 @@ impl StreamAssembler {
         self.done
     }
 
-    /// The assembled response.
-    pub fn finish(self) -> ChatResponse {
-        ChatResponse {
+    /// The assembled response, once the stream has ended. A stream that ended with neither
+    /// `message_stop` nor a `stop_reason` was cut short: it is [`Unusable::Truncated`], and none
+    /// of its tool calls may run. A tool_use block that was never closed is
+    /// [`Unusable::Malformed`].
+    pub fn finish(self) -> Result<ChatResponse, Unusable> {
+        if !self.done && self.stop.is_none() {
+            return Err(Unusable::Truncated(
+                "the stream ended with no message_stop and no stop_reason".into(),
+            ));
+        }
+        if self.blocks.iter().any(|b| matches!(b, Block::Tool(_))) {
+            return Err(Unusable::Malformed(
+                "a tool_use block was never closed".into(),
+            ));
+        }
+        Ok(ChatResponse {
             text: self.text,
             tool_calls: self.calls,
             usage: self.usage,
             stop: stop_reason(self.stop.as_deref()),
-        }
+        })
     }
 }
 
@@ -330,7 +374,7 @@ mod tests {
             }
         }
         assert!(a.finished());
-        let r = a.finish();
+        let r = a.finish().unwrap();
         assert_eq!(text, "Reading");
         assert_eq!(r.tool_calls[0].arguments, r#"{"sensor":"climate"}"#);
         assert_eq!(r.stop, StopReason::ToolUse);
@@ -341,5 +385,37 @@ mod tests {
                 output_tokens: 9
             }
         );
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_or_stop_reason_is_truncated_and_yields_no_call() {
+        let events = [
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"memory_store","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+        ];
+        let mut a = StreamAssembler::default();
+        for (e, d) in events {
+            a.push(e, d).unwrap();
+        }
+        assert!(matches!(a.finish(), Err(Unusable::Truncated(_))));
+        let mut a = StreamAssembler::default();
+        for (e, d) in events {
+            a.push(e, d).unwrap();
+        }
+        a.push("message_stop", r#"{"type":"message_stop"}"#)
+            .unwrap();
+        assert_eq!(a.finish().unwrap().tool_calls.len(), 1);
+        assert!(parse_response(&json!({"content": [{"type": "text", "text": 5}]})).is_err());
+        assert!(parse_response(&json!({"content": [7]})).is_err());
     }
 }

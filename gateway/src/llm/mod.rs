@@ -9,6 +9,7 @@ pub mod openai;
 
 use crate::config::LlmConfig;
 pub use crate::config::ProviderKind;
+use crate::secrets::{http_error, redact_url, redact_urls_in};
 use covo_core::spec::ToolSpec;
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -154,14 +155,33 @@ pub enum LlmError {
         /// The cause.
         detail: String,
     },
-    /// The response could not be understood.
-    #[error("unexpected response from {url}: {detail}")]
-    Decode {
+    /// The provider answered 200 with something that is not a usable answer: an empty body,
+    /// no or malformed `choices` (OpenAI), malformed `content` (Anthropic), a broken stream.
+    #[error("the model provider at {url} sent a malformed response: {detail}")]
+    Malformed {
         /// The endpoint.
         url: String,
         /// What was wrong.
         detail: String,
     },
+    /// The response stream ended before the model finished its answer; nothing from it is used,
+    /// so no tool call from it runs.
+    #[error("the model provider at {url} ended its response before the answer was complete ({detail}); nothing from it was used and no tool call from it ran")]
+    Truncated {
+        /// The endpoint.
+        url: String,
+        /// What was missing.
+        detail: String,
+    },
+}
+
+/// Why an assembled stream cannot be used (see the assemblers' `finish`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// It has the wrong shape.
+    Malformed(String),
+    /// It ended before the model finished.
+    Truncated(String),
 }
 
 impl LlmError {
@@ -189,8 +209,9 @@ pub trait ChatModel: Send + Sync {
     fn describe(&self) -> String;
 }
 
-/// A fully resolved provider configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A fully resolved provider configuration. Its `Debug` shows the base URL redacted and never
+/// the key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Provider {
     /// The wire format.
     pub kind: ProviderKind,
@@ -208,6 +229,24 @@ pub struct Provider {
     pub retry_base: Duration,
     /// Output token limit (Anthropic requires one).
     pub max_tokens: u32,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.kind)
+            .field("base_url", &redact_url(&self.base_url))
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| crate::secrets::MASK),
+            )
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_base", &self.retry_base)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
 }
 
 impl Provider {
@@ -271,8 +310,8 @@ impl HttpModel {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| LlmError::Transport {
-                url: provider.base_url.clone(),
-                detail: e.to_string(),
+                url: redact_url(&provider.base_url),
+                detail: http_error(e),
             })?;
         Ok(HttpModel { http, provider })
     }
@@ -285,9 +324,11 @@ impl HttpModel {
     async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
         let p = &self.provider;
         let url = p.url();
-        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Decode {
-            url: url.clone(),
-            detail: e.to_string(),
+        // What errors and logs show: the endpoint with any userinfo and query values masked.
+        let shown = redact_url(&url);
+        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Malformed {
+            url: shown.clone(),
+            detail: format!("the request could not be encoded: {e}"),
         })?;
         let mut attempt = 0;
         loop {
@@ -304,7 +345,13 @@ impl HttpModel {
                 ProviderKind::Anthropic => {
                     let req = req.header("anthropic-version", "2023-06-01");
                     match &p.api_key {
-                        Some(k) => req.header("x-api-key", k),
+                        Some(k) => match reqwest::header::HeaderValue::from_str(k) {
+                            Ok(mut v) => {
+                                v.set_sensitive(true);
+                                req.header("x-api-key", v)
+                            }
+                            Err(_) => req.header("x-api-key", k),
+                        },
                         None => req,
                     }
                 }
@@ -315,14 +362,14 @@ impl HttpModel {
                     let status = resp.status().as_u16();
                     let after = retry_after(&resp);
                     let text = resp.text().await.unwrap_or_default();
-                    let err = classify(p, &url, status, &text);
+                    let err = classify(p, &shown, status, &text);
                     (LlmError::retryable(status).then_some(after), err)
                 }
                 Err(e) => (
                     Some(None),
                     LlmError::Transport {
-                        url: url.clone(),
-                        detail: e.to_string(),
+                        url: shown.clone(),
+                        detail: http_error(e),
                     },
                 ),
             };
@@ -362,7 +409,7 @@ fn error_message(body: &str) -> String {
         .or_else(|| v["message"].as_str())
         .map(str::to_string)
         .unwrap_or_else(|| body.to_string());
-    msg.chars().take(300).collect()
+    redact_urls_in(&msg.chars().take(300).collect::<String>())
 }
 
 fn classify(p: &Provider, url: &str, status: u16, body: &str) -> LlmError {
@@ -411,7 +458,8 @@ impl ChatModel for HttpModel {
                 }
             };
             let resp = self.send(&body).await?;
-            let decode = |detail: String| LlmError::Decode {
+            let url = redact_url(&url);
+            let malformed = |detail: String| LlmError::Malformed {
                 url: url.clone(),
                 detail,
             };
@@ -422,14 +470,20 @@ impl ChatModel for HttpModel {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             if !is_sse {
                 // Some servers ignore `stream: true`; accept a plain JSON answer too.
-                let text = resp.text().await.map_err(|e| decode(e.to_string()))?;
-                let v: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
+                let text = resp.text().await.map_err(|e| LlmError::Transport {
+                    url: url.clone(),
+                    detail: http_error(e),
+                })?;
+                if text.trim().is_empty() {
+                    return Err(malformed("the response body is empty".into()));
+                }
+                let v: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| malformed(format!("the body is not JSON: {e}")))?;
                 let r = match p.kind {
                     ProviderKind::Openai => openai::parse_response(&v),
                     ProviderKind::Anthropic => anthropic::parse_response(&v),
                 }
-                .map_err(decode)?;
+                .map_err(malformed)?;
                 if !r.text.is_empty() {
                     on_text(&r.text);
                 }
@@ -438,20 +492,26 @@ impl ChatModel for HttpModel {
             let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
             let mut oa = openai::StreamAssembler::default();
             let mut an = anthropic::StreamAssembler::default();
+            let mut seen = 0usize;
             while let Some(ev) = events.next().await {
                 let ev = ev.map_err(|e| LlmError::Transport {
                     url: url.clone(),
-                    detail: e.to_string(),
+                    detail: match e {
+                        eventsource_stream::EventStreamError::Transport(e) => http_error(e),
+                        other => redact_urls_in(&other.to_string()),
+                    },
                 })?;
+                seen += 1;
                 let delta = match p.kind {
                     ProviderKind::Openai => {
-                        if ev.data.trim() == "[DONE]" {
+                        let d = oa.push(&ev.data).map_err(malformed)?;
+                        if oa.is_done() {
                             break;
                         }
-                        oa.push(&ev.data).map_err(decode)?
+                        d
                     }
                     ProviderKind::Anthropic => {
-                        let d = an.push(&ev.event, &ev.data).map_err(decode)?;
+                        let d = an.push(&ev.event, &ev.data).map_err(malformed)?;
                         if an.finished() {
                             if let Some(t) = d {
                                 on_text(&t);
@@ -465,9 +525,19 @@ impl ChatModel for HttpModel {
                     on_text(&t);
                 }
             }
-            Ok(match p.kind {
+            if seen == 0 {
+                return Err(malformed("the response stream is empty".into()));
+            }
+            match p.kind {
                 ProviderKind::Openai => oa.finish(),
                 ProviderKind::Anthropic => an.finish(),
+            }
+            .map_err(|u| match u {
+                Unusable::Malformed(detail) => malformed(detail),
+                Unusable::Truncated(detail) => LlmError::Truncated {
+                    url: url.clone(),
+                    detail,
+                },
             })
         })
     }
@@ -481,7 +551,7 @@ impl ChatModel for HttpModel {
                 ProviderKind::Anthropic => "Anthropic",
             },
             p.model,
-            p.base_url
+            redact_url(&p.base_url)
         )
     }
 }

@@ -1,7 +1,7 @@
 //! The OpenAI Chat Completions wire format: request bodies, whole responses, and the assembly of
 //! streamed chunks. Pure functions over JSON; no I/O.
 
-use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Usage};
+use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
 use covo_core::plan::{render, Format};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -74,38 +74,75 @@ fn call_id(id: Option<&str>, index: usize) -> String {
     }
 }
 
-/// Parses a whole (non-streamed) response.
+/// Parses a whole (non-streamed) response. Anything but a non-empty `choices` list whose first
+/// entry has a `message` object with text (or null) `content` and well-formed `tool_calls` is an
+/// error: a malformed answer is never taken for an empty one.
 pub fn parse_response(v: &Value) -> Result<ChatResponse, String> {
-    let choice = v["choices"]
-        .get(0)
-        .ok_or_else(|| format!("no choices in {}", short(v)))?;
-    let msg = &choice["message"];
-    let tool_calls = msg["tool_calls"]
-        .as_array()
-        .map(|calls| {
-            calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| ToolCall {
-                    id: call_id(c["id"].as_str(), i),
-                    name: c["function"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                    arguments: match &c["function"]["arguments"] {
-                        Value::String(s) => s.clone(),
-                        Value::Null => String::new(),
-                        other => other.to_string(),
-                    },
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let choice = match v.get("choices") {
+        Some(Value::Array(choices)) => choices
+            .first()
+            .ok_or_else(|| format!("`choices` is empty in {}", short(v)))?,
+        Some(other) => return Err(format!("`choices` is not a list: {}", short(other))),
+        None => return Err(format!("no `choices` in {}", short(v))),
+    };
+    let msg = choice
+        .get("message")
+        .filter(|m| m.is_object())
+        .ok_or_else(|| {
+            format!(
+                "the first choice has no `message` object: {}",
+                short(choice)
+            )
+        })?;
+    let text = match msg.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(format!(
+                "`content` is neither text nor null: {}",
+                short(other)
+            ))
+        }
+    };
+    let tool_calls = match msg.get("tool_calls") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(calls)) => calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| whole_call(c, i))
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("`tool_calls` is not a list: {}", short(other))),
+    };
     Ok(ChatResponse {
-        text: msg["content"].as_str().unwrap_or_default().to_string(),
+        text,
         tool_calls,
         usage: usage(&v["usage"]),
         stop: stop_reason(choice["finish_reason"].as_str()),
+    })
+}
+
+/// One entry of a whole response's `tool_calls`: an object whose `function` has a name.
+fn whole_call(c: &Value, i: usize) -> Result<ToolCall, String> {
+    let f = &c["function"];
+    let name = match f.get("name") {
+        Some(Value::String(n)) if !n.is_empty() => n.clone(),
+        _ => return Err(format!("tool call {i} has no function name: {}", short(c))),
+    };
+    let arguments = match f.get("arguments") {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(o @ Value::Object(_)) => o.to_string(),
+        Some(other) => {
+            return Err(format!(
+                "tool call {i} has arguments that are neither text nor an object: {}",
+                short(other)
+            ))
+        }
+    };
+    Ok(ToolCall {
+        id: call_id(c["id"].as_str(), i),
+        name,
+        arguments,
     })
 }
 
@@ -127,11 +164,21 @@ pub struct StreamAssembler {
     calls: BTreeMap<u64, PartialCall>,
     usage: Usage,
     stop: Option<String>,
+    /// Whether any chunk carried a choice.
+    saw_choice: bool,
+    /// Whether `data: [DONE]` arrived.
+    done: bool,
 }
 
 impl StreamAssembler {
-    /// Adds one chunk; returns the text delta it carried, if any.
+    /// Adds one chunk (or the final `[DONE]`); returns the text delta it carried, if any. A chunk
+    /// that is not JSON, or whose `choices`, `delta` or `tool_calls` have the wrong shape, is an
+    /// error.
     pub fn push(&mut self, data: &str) -> Result<Option<String>, String> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
         let v: Value = serde_json::from_str(data).map_err(|e| format!("bad chunk: {e}"))?;
         if let Some(err) = v.get("error") {
             return Err(format!("stream error: {}", short(err)));
@@ -139,15 +186,60 @@ impl StreamAssembler {
         if v["usage"].is_object() {
             self.usage = usage(&v["usage"]);
         }
-        let Some(choice) = v["choices"].get(0) else {
-            return Ok(None);
+        let choice = match v.get("choices") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Array(choices)) => match choices.first() {
+                None => return Ok(None),
+                Some(c) if c.is_object() => c,
+                Some(c) => return Err(format!("a chunk's choice is not an object: {}", short(c))),
+            },
+            Some(other) => {
+                return Err(format!(
+                    "a chunk's `choices` is not a list: {}",
+                    short(other)
+                ))
+            }
         };
+        self.saw_choice = true;
         if let Some(r) = choice["finish_reason"].as_str() {
             self.stop = Some(r.to_string());
         }
-        let delta = &choice["delta"];
+        let delta = match choice.get("delta") {
+            None | Some(Value::Null) => &Value::Null,
+            Some(d @ Value::Object(_)) => d,
+            Some(other) => {
+                return Err(format!(
+                    "a chunk's `delta` is not an object: {}",
+                    short(other)
+                ))
+            }
+        };
+        match delta.get("tool_calls") {
+            None | Some(Value::Null) | Some(Value::Array(_)) => {}
+            Some(other) => {
+                return Err(format!(
+                    "a chunk's `tool_calls` is not a list: {}",
+                    short(other)
+                ))
+            }
+        }
+        match delta.get("content") {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => {
+                return Err(format!(
+                    "a chunk's `content` is neither text nor null: {}",
+                    short(other)
+                ))
+            }
+        }
         if let Some(calls) = delta["tool_calls"].as_array() {
             for (pos, c) in calls.iter().enumerate() {
+                if !c.is_object() {
+                    return Err(format!(
+                        "a streamed tool call is not an object: {}",
+                        short(c)
+                    ));
+                }
                 let index = c["index"].as_u64().unwrap_or(pos as u64);
                 let slot = self.calls.entry(index).or_default();
                 if let Some(id) = c["id"].as_str() {
@@ -170,24 +262,43 @@ impl StreamAssembler {
         }
     }
 
-    /// The assembled response.
-    pub fn finish(self) -> ChatResponse {
-        let tool_calls = self
-            .calls
-            .into_values()
-            .enumerate()
-            .map(|(i, c)| ToolCall {
+    /// Whether `data: [DONE]` arrived.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The assembled response, once the stream has ended. A stream that ended with neither a
+    /// `finish_reason` nor `[DONE]` was cut short: it is [`Unusable::Truncated`], and none of its
+    /// tool calls may run. A stream that never carried a choice, or a call with no name, is
+    /// [`Unusable::Malformed`].
+    pub fn finish(self) -> Result<ChatResponse, Unusable> {
+        if self.stop.is_none() && !self.done {
+            return Err(Unusable::Truncated(
+                "the stream ended with no finish_reason and no [DONE]".into(),
+            ));
+        }
+        if !self.saw_choice {
+            return Err(Unusable::Malformed("the stream carried no choices".into()));
+        }
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (i, c) in self.calls.into_values().enumerate() {
+            if c.name.is_empty() {
+                return Err(Unusable::Malformed(format!(
+                    "streamed tool call {i} has no function name"
+                )));
+            }
+            tool_calls.push(ToolCall {
                 id: call_id(c.id.as_deref(), i),
                 name: c.name,
                 arguments: c.arguments,
-            })
-            .collect();
-        ChatResponse {
+            });
+        }
+        Ok(ChatResponse {
             text: self.text,
             tool_calls,
             usage: self.usage,
             stop: stop_reason(self.stop.as_deref()),
-        }
+        })
     }
 }
 
@@ -252,7 +363,7 @@ mod tests {
                 text.push_str(&t);
             }
         }
-        let r = a.finish();
+        let r = a.finish().unwrap();
         assert_eq!(text, "Checking");
         assert_eq!(r.text, "Checking");
         assert_eq!(r.tool_calls.len(), 2);
@@ -278,5 +389,27 @@ mod tests {
         assert_eq!(r.tool_calls[0].id, "call_0");
         assert_eq!(r.text, "");
         assert!(parse_response(&json!({})).is_err());
+    }
+
+    #[test]
+    fn a_stream_without_finish_reason_or_done_is_truncated_and_yields_no_call() {
+        let call = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"memory_store","arguments":"{}"}}]}}]}"#;
+        let mut a = StreamAssembler::default();
+        a.push(call).unwrap();
+        assert!(matches!(a.finish(), Err(Unusable::Truncated(_))));
+        // `[DONE]` alone ends a stream (some servers send no finish_reason).
+        let mut a = StreamAssembler::default();
+        a.push(call).unwrap();
+        a.push("[DONE]").unwrap();
+        assert!(a.is_done());
+        assert_eq!(a.finish().unwrap().tool_calls.len(), 1);
+        // A stream that never carried a choice, or a malformed chunk, is malformed.
+        let mut a = StreamAssembler::default();
+        a.push(r#"{"id":"x"}"#).unwrap();
+        a.push("[DONE]").unwrap();
+        assert!(matches!(a.finish(), Err(Unusable::Malformed(_))));
+        assert!(StreamAssembler::default()
+            .push(r#"{"choices":[{"delta":"text"}]}"#)
+            .is_err());
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
+use crate::secrets::{http_error, redact_url};
 use crate::spec::ToolDef;
 use covo_core::catalog::messaging as c;
 use rumqttc::v5::mqttbytes::QoS;
@@ -75,9 +76,12 @@ fn notify(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     Ok(json!({"sent": sent, "failed": failed}))
 }
 
-/// POSTs `body` as JSON on a thread of its own (the caller may be inside a tokio runtime).
+/// POSTs `body` as JSON on a thread of its own (the caller may be inside a tokio runtime). An
+/// error names the URL only through [`redact_url`]: a webhook URL often carries its token in the
+/// userinfo or the query, and the error goes to the model, the audit log and the logs.
 fn post_json(url: &str, body: &Value) -> Result<u16, String> {
     let (url, text) = (url.to_string(), body.to_string());
+    let shown = redact_url(&url);
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -88,19 +92,19 @@ fn post_json(url: &str, body: &Value) -> Result<u16, String> {
             let client = reqwest::Client::builder()
                 .timeout(WEBHOOK_TIMEOUT)
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(http_error)?;
             let resp = client
                 .post(&url)
                 .header("content-type", "application/json")
                 .body(text)
                 .send()
                 .await
-                .map_err(|e| format!("{url}: {e}"))?;
+                .map_err(|e| format!("{shown}: {}", http_error(e)))?;
             let status = resp.status();
             if status.is_success() {
                 Ok(status.as_u16())
             } else {
-                Err(format!("{url}: HTTP {status}"))
+                Err(format!("{shown}: HTTP {status}"))
             }
         })
     })

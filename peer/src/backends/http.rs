@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use covo::secrets::{http_error, redact_url};
 use covo_core::error::ToolError;
 
-/// One request, as plain data so it can move to the request thread.
-#[derive(Debug, Clone)]
+/// One request, as plain data so it can move to the request thread. Its `Debug` shows the URL
+/// redacted and the value of no header that may carry a key.
+#[derive(Clone)]
 pub(super) struct Request {
     pub method: reqwest::Method,
     pub url: reqwest::Url,
@@ -20,6 +22,35 @@ pub(super) struct Request {
     pub body: Option<Vec<u8>>,
     /// Responses larger than this are refused.
     pub max_bytes: usize,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let secret = ["authorization", "x-api-key", "api-key", "cookie"]
+                    .iter()
+                    .any(|s| k.eq_ignore_ascii_case(s));
+                (
+                    k.as_str(),
+                    if secret {
+                        covo::secrets::MASK
+                    } else {
+                        v.as_str()
+                    },
+                )
+            })
+            .collect();
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("url", &redact_url(self.url.as_str()))
+            .field("headers", &headers)
+            .field("body_bytes", &self.body.as_ref().map(Vec::len))
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
 }
 
 impl Request {
@@ -80,7 +111,10 @@ pub(super) fn endpoint(tool: &str, base: &str, path: &str) -> Result<reqwest::Ur
     );
     reqwest::Url::parse(&joined).map_err(|e| ToolError::Failed {
         tool: tool.into(),
-        message: format!("the configured endpoint {joined} is not a URL: {e}"),
+        message: format!(
+            "the configured endpoint {} is not a URL: {e}",
+            redact_url(&joined)
+        ),
         hint: Some("fix the base URL in [peer.backends]".into()),
     })
 }
@@ -167,7 +201,7 @@ pub(super) fn client(
 ) -> Result<reqwest::Client, ToolError> {
     builder(timeout, user_agent)
         .build()
-        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {e}")))
+        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {}", http_error(e))))
 }
 
 /// What [`client`] builds, for a backend that sets more (`web_fetch`: no redirects, no proxy,
@@ -195,9 +229,12 @@ pub(super) fn transport_error(
             "retry later or with a longer deadline",
         )
     } else if e.is_connect() {
-        (format!("{shown}: could not connect: {e}"), connect_hint)
+        (
+            format!("{shown}: could not connect: {}", http_error(e)),
+            connect_hint,
+        )
     } else {
-        (format!("{shown}: {e}"), other_hint)
+        (format!("{shown}: {}", http_error(e)), other_hint)
     };
     ToolError::Failed {
         tool: tool.into(),
@@ -206,11 +243,9 @@ pub(super) fn transport_error(
     }
 }
 
-/// The URL without its query (which may carry a key) for messages.
-fn redacted(url: &reqwest::Url) -> String {
-    let mut u = url.clone();
-    u.set_query(None);
-    u.to_string()
+/// The URL for messages, with its userinfo and query values (which may carry a key) masked.
+pub(super) fn redacted(url: &reqwest::Url) -> String {
+    redact_url(url.as_str())
 }
 
 async fn send_async(
@@ -236,7 +271,16 @@ async fn send_async(
     };
     let mut builder = client.request(req.method, req.url);
     for (k, v) in &req.headers {
-        builder = builder.header(k.as_str(), v.as_str());
+        match reqwest::header::HeaderValue::from_str(v) {
+            Ok(mut value) => {
+                // Keeps the key out of any `Debug` of the request (reqwest, hyper).
+                if k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-api-key") {
+                    value.set_sensitive(true);
+                }
+                builder = builder.header(k.as_str(), value);
+            }
+            Err(_) => builder = builder.header(k.as_str(), v.as_str()),
+        }
     }
     if let Some(body) = req.body {
         builder = builder.body(body);
@@ -265,4 +309,35 @@ async fn send_async(
         content_type,
         body,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_request_names_its_endpoint_without_secrets_and_debug_hides_the_key() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let url = reqwest::Url::parse(&format!(
+            "http://u:pw-1234@127.0.0.1:{port}/v1/x?key=qk-5678"
+        ))
+        .unwrap();
+        let req = Request::get(url).bearer(Some("sk-9999"));
+        let debug = format!("{req:?}");
+        for secret in ["pw-1234", "qk-5678", "sk-9999"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+        let e = send("web_search", req, Instant::now() + Duration::from_secs(5)).unwrap_err();
+        let text = e.to_json().to_string();
+        for secret in ["pw-1234", "qk-5678", "sk-9999"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(
+            text.contains(&format!("http://***@127.0.0.1:{port}/v1/x?key=***")),
+            "{text}"
+        );
+    }
 }

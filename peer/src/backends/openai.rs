@@ -199,7 +199,7 @@ impl Media {
                 let body = json!({"model": model, "input": text, "voice": voice.unwrap_or("alloy"),
                                   "response_format": "wav"});
                 let url = http::endpoint(TTS, self.base(), "audio/speech")?;
-                let shown = url.to_string();
+                let shown = http::redacted(&url);
                 let req = Request::post_json(url, &body)
                     .bearer(self.api_key.as_deref())
                     .max_bytes(MAX_ARTIFACT_BYTES);

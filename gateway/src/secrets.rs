@@ -1,0 +1,175 @@
+//! Keeping secrets out of messages, logs and the store.
+//!
+//! URLs carry secrets in their userinfo (`https://user:token@host/`) and their query
+//! (`?key=…`). Anything that prints or stores a URL — an error for the model, a log line, an
+//! audit row — shows it through [`redact_url`]: scheme, host, port and path stay, the userinfo and
+//! every query value become `***`. `reqwest::Error`'s own `Display` names the request's URL in
+//! full, so HTTP errors are shown through [`http_error`] instead.
+
+/// What replaces a secret.
+pub const MASK: &str = "***";
+
+/// `url` with its userinfo and every query value (and any fragment) replaced by `***`; scheme,
+/// host, port and path are kept. A query parameter without `=` is taken for a value. Works on any
+/// text shaped like a URL, without parsing it strictly, so a malformed URL is redacted too.
+pub fn redact_url(url: &str) -> String {
+    let (before_fragment, fragment) = match url.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (url, None),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    let rest = match before_query.find("://") {
+        Some(i) => {
+            out.push_str(&before_query[..i + 3]);
+            &before_query[i + 3..]
+        }
+        None => before_query,
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rfind('@') {
+        Some(i) => {
+            out.push_str(MASK);
+            out.push_str(&authority[i..]);
+        }
+        None => out.push_str(authority),
+    }
+    out.push_str(path);
+    if let Some(q) = query {
+        out.push('?');
+        let params: Vec<String> = q
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) => format!("{k}={MASK}"),
+                None if p.is_empty() => String::new(),
+                None => MASK.to_string(),
+            })
+            .collect();
+        out.push_str(&params.join("&"));
+    }
+    if fragment.is_some() {
+        out.push('#');
+        out.push_str(MASK);
+    }
+    out
+}
+
+/// `text` with every URL in it (`scheme://…` up to a space, a quote or a bracket) passed through
+/// [`redact_url`].
+pub fn redact_urls_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let scheme_start = rest[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |j| j + 1);
+        let after = &rest[i + 3..];
+        let len = after
+            .find(|c: char| {
+                c.is_whitespace()
+                    || matches!(
+                        c,
+                        '"' | '\'' | '`' | '<' | '>' | '(' | ')' | '[' | ']' | '{' | '}' | '\\'
+                    )
+            })
+            .unwrap_or(after.len());
+        let end = i + 3 + len;
+        out.push_str(&rest[..scheme_start]);
+        out.push_str(&redact_url(&rest[scheme_start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An HTTP client error as text for people, logs and the model: its message and its causes
+/// (`error sending request: client error (Connect): tcp connect error: Connection refused`),
+/// without the URL that `reqwest::Error`'s `Display` would add; any URL a cause names is
+/// redacted. Callers name the endpoint themselves, through [`redact_url`].
+pub fn http_error(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let s = cause.to_string();
+        if !text.ends_with(&s) {
+            text.push_str(": ");
+            text.push_str(&s);
+        }
+        source = cause.source();
+    }
+    redact_urls_in(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_and_query_values_are_masked_and_the_rest_is_kept() {
+        assert_eq!(
+            redact_url("https://user:tok@hooks.example.com:8443/a/b?key=s3cret&room=ops&flag"),
+            "https://***@hooks.example.com:8443/a/b?key=***&room=***&***"
+        );
+        assert_eq!(
+            redact_url("http://token@127.0.0.1/x#frag"),
+            "http://***@127.0.0.1/x#***"
+        );
+        assert_eq!(
+            redact_url("https://api.openai.com/v1"),
+            "https://api.openai.com/v1"
+        );
+        assert_eq!(redact_url("http://h/p?"), "http://h/p?");
+        // An `@` in the path is not userinfo; a password holding `@` is masked whole.
+        assert_eq!(redact_url("http://h/a@b"), "http://h/a@b");
+        assert_eq!(redact_url("http://u:p@ss@h/"), "http://***@h/");
+        assert_eq!(redact_url("u:p@h:1/p?k=v"), "***@h:1/p?k=***");
+    }
+
+    #[test]
+    fn urls_inside_text_are_redacted_where_they_stand() {
+        assert_eq!(
+            redact_urls_in(
+                "error sending request for url (http://u:tok@127.0.0.1:9/h?key=v): refused"
+            ),
+            "error sending request for url (http://***@127.0.0.1:9/h?key=***): refused"
+        );
+        assert_eq!(
+            redact_urls_in(r#"{"error":"https://a:b@x/y?t=1 and wss://z/?q=2"}"#),
+            r#"{"error":"https://***@x/y?t=*** and wss://z/?q=***"}"#
+        );
+        assert_eq!(redact_urls_in("no url here"), "no url here");
+    }
+
+    #[test]
+    fn an_http_error_names_no_url() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let e = rt
+            .block_on(
+                reqwest::Client::new()
+                    .get(format!("http://u:tok@127.0.0.1:{port}/p?key=secretvalue"))
+                    .send(),
+            )
+            .unwrap_err();
+        let text = http_error(e);
+        assert!(
+            !text.contains("tok") && !text.contains("secretvalue"),
+            "{text}"
+        );
+        assert!(text.contains("error sending request"), "{text}");
+    }
+}
