@@ -177,7 +177,7 @@ fn fs_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let dir = p
         .parent()
         .ok_or_else(|| cx.fail("path has no parent folder"))?;
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| io_fail(cx, &a.path, e))?;
     // Write beside the target and rename over it: a crash leaves the old file or the new one.
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(a.content.as_bytes())?;
@@ -304,7 +304,7 @@ fn fs_move(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .into());
     }
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)?;
+        std::fs::create_dir_all(parent).map_err(|e| io_fail(cx, &a.to, e))?;
     }
     std::fs::rename(&from, &to).map_err(|e| io_fail(cx, &a.from, e))?;
     Ok(json!({ "from": from.display().to_string(), "to": to.display().to_string() }))
@@ -338,9 +338,9 @@ fn fs_delete(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             }
             .into());
         }
-        std::fs::remove_dir_all(&p)?;
+        std::fs::remove_dir_all(&p).map_err(|e| io_fail(cx, &a.path, e))?;
     } else {
-        std::fs::remove_file(&p)?;
+        std::fs::remove_file(&p).map_err(|e| io_fail(cx, &a.path, e))?;
     }
     Ok(json!({ "deleted": p.display().to_string(), "type": kind(&meta) }))
 }
