@@ -15,7 +15,9 @@
 //! result or one structured error (`CallError::Respond`; a `Fatal` fails the test).
 //!
 //! Case count: `COVO_ADVERSARIAL_CASES` is the total number of generated cases over all paths and
-//! tools (default 20 000, spread evenly; every tool gets at least one case per path). To run it
+//! tools (default 20 000, spread evenly over the six paths; every tool gets at least one case
+//! per path; the unreachable-broker variant of the direct path adds one path's share, so the
+//! default run makes 7 × 115 × 29 = 23 345 cases). To run it
 //! longer by hand:
 //!
 //! ```text
@@ -25,7 +27,7 @@
 //! `PROPTEST_RNG_SEED` fixes the generator's seed to replay a run; `PROPTEST_CASES` (proptest's
 //! own) is ignored here. `COVO_ADVERSARIAL_STATS=1` (with `--nocapture`) prints each path's
 //! outcomes per tool from the audit log, to see how deep the generated calls get. The default
-//! run takes about 20 s in debug on a 2-core machine; 100 000 cases about a minute.
+//! run takes about 25 s in debug on a 2-core machine; 100 000 cases about a minute.
 //!
 //! Exclusions and adjustments (no tool is left out):
 //! - Tools that wait by design get their waits capped small through their arguments (see
@@ -37,7 +39,9 @@
 //! - `ask_clarification` would read the terminal's stdin: the runtime's `UserIo` is a silent one
 //!   where nobody answers (`None`, a structured outcome) and only `cli` is connected.
 //! - Destructive tools stay in: the default `NoApprover` denies them, a structured error.
-//! - Tools needing a broker or a peer stay in: without `[mqtt]` they are `unavailable`.
+//! - Tools needing a broker or a peer stay in: without `[mqtt]` they are `unavailable`; the
+//!   `direct_with_an_unreachable_broker` test configures `[mqtt]` with nothing listening, so the
+//!   `mqtt`, `messaging` and swarm executors run too (peer tools stay `unavailable`: no peer).
 
 use covo::config::Config;
 use covo::error::CallError;
@@ -81,11 +85,18 @@ impl UserIo for Silent {
     }
 }
 
-fn runtime(home: &std::path::Path) -> Runtime {
-    let config = Config {
+fn runtime(home: &std::path::Path, broker: bool) -> Runtime {
+    let mut config = Config {
         home: Some(home.to_path_buf()),
         ..Config::default()
     };
+    if broker {
+        // Configured, so the broker and peer tools run their executors, but nothing listens.
+        config.mqtt = Some(covo::config::MqttConfig {
+            url: Some("mqtt://127.0.0.1:9".into()),
+            ..Default::default()
+        });
+    }
     let mut opts = covo::tools::options(config);
     opts.home = Some(home.to_path_buf());
     opts.user_io = Box::new(Silent);
@@ -613,9 +624,9 @@ fn check(rt: &Arc<Runtime>, path: usize, tool: &str, args: Value) -> Result<(), 
 }
 
 /// Every tool, `cases` generated cases each, on one call path.
-fn run_path(path: usize) {
+fn run_path(path: usize, broker: bool) {
     let home = tempfile::tempdir().unwrap();
-    let rt = Arc::new(runtime(home.path()));
+    let rt = Arc::new(runtime(home.path(), broker));
     let tools: Vec<_> = covo_core::catalog::all().collect();
     let per_tool = total_cases().div_ceil((PATHS * tools.len()) as u32).max(1);
     let started = Instant::now();
@@ -666,30 +677,37 @@ fn run_path(path: usize) {
 
 #[test]
 fn direct() {
-    run_path(0);
+    run_path(0, false);
 }
 
 #[test]
 fn through_tool_call() {
-    run_path(1);
+    run_path(1, false);
 }
 
 #[test]
 fn schedule() {
-    run_path(2);
+    run_path(2, false);
 }
 
 #[test]
 fn watch() {
-    run_path(3);
+    run_path(3, false);
 }
 
 #[test]
 fn mqtt() {
-    run_path(4);
+    run_path(4, false);
 }
 
 #[test]
 fn remote() {
-    run_path(5);
+    run_path(5, false);
+}
+
+/// The direct path again with `[mqtt]` configured and no broker listening: the broker and
+/// swarm tools get past "unavailable" into their executors.
+#[test]
+fn direct_with_an_unreachable_broker() {
+    run_path(0, true);
 }
