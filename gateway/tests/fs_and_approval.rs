@@ -301,3 +301,35 @@ fn deleting_a_directory_needs_recursive_and_a_root_cannot_be_deleted() {
     ));
     assert!(matches!(e, ToolError::PolicyRefused { .. }), "{e:?}");
 }
+
+#[test]
+fn a_file_in_the_way_of_a_parent_folder_is_a_tool_error_not_a_fatal_one() {
+    // Found by the adversarial suite: creating the parent folders of `blocker/…` failed with
+    // "Not a directory", which ended the turn instead of going back to the model.
+    let f = fixture(Box::new(AutoApprove), false);
+    std::fs::write(f.root.join("blocker"), "x").unwrap();
+    std::fs::write(f.root.join("src.txt"), "y").unwrap();
+    for (tool, args) in [
+        (
+            "fs_write",
+            json!({"path": "blocker/a/b.txt", "content": "z"}),
+        ),
+        (
+            "fs_move",
+            json!({"from": "src.txt", "to": "blocker/a/b.txt"}),
+        ),
+    ] {
+        for via in [Via::Direct, Via::Mqtt] {
+            match f.rt.call(&s(), via, tool, args.clone()) {
+                Err(CallError::Respond(ToolError::Failed { message, .. })) => {
+                    assert!(message.contains("blocker/a/b.txt"), "{tool}: {message}")
+                }
+                other => panic!("{tool} via {via:?}: expected failed, got {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("src.txt")).unwrap(),
+        "y"
+    );
+}
