@@ -126,10 +126,12 @@ pub fn parse_chat_in(payload: &[u8]) -> Option<(String, String)> {
 }
 
 /// Forwards a link subscription into the loop's channel, on a thread of its own.
-fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::UnboundedSender<Message>) {
+/// The thread blocks while the loop's queue is full, so the link's bounded subscription queue
+/// takes the overflow.
+fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::Sender<Message>) {
     std::thread::spawn(move || {
         while let Ok(m) = rx.recv() {
-            if tx.send(m).is_err() {
+            if tx.blocking_send(m).is_err() {
                 return;
             }
         }
@@ -145,7 +147,7 @@ pub async fn serve(
     model: Option<Arc<dyn ChatModel>>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+    let (tx, mut rx) = mpsc::channel::<Message>(crate::link::SUB_QUEUE);
     let mut subs = Vec::new();
     let link = if rt.config().mqtt.is_some() {
         match rt.peer_link() {

@@ -21,19 +21,22 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How many messages one local subscription holds before the newest are dropped.
+pub const SUB_QUEUE: usize = 256;
+
 /// The gateway's shared state, written by the poll task and read by callers.
 #[derive(Default)]
 struct State {
     /// Online peers → the tools each serves.
     peers: HashMap<String, Vec<String>>,
     /// Calls waiting for an answer, by call id.
-    pending: HashMap<String, mpsc::Sender<Response>>,
+    pending: HashMap<String, mpsc::SyncSender<Response>>,
     /// Our own sync message came back: the retained births have been delivered.
     synced: bool,
     /// A CONNACK has been seen and no disconnect since.
     connected: bool,
     /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
-    subs: Vec<(u64, String, mpsc::Sender<Message>)>,
+    subs: Vec<(u64, String, mpsc::SyncSender<Message>)>,
     next_sub: u64,
     /// The other gateways on the broker, from their retained status, by id.
     gateways: BTreeMap<String, Member>,
@@ -230,7 +233,7 @@ impl Handler for GatewayHandler {
                 return;
             };
             if let Some(tx) = self.shared.lock().pending.remove(&id) {
-                let _ = tx.send(resp);
+                let _ = tx.try_send(resp);
             }
         } else {
             let props = p.properties.as_ref();
@@ -242,9 +245,15 @@ impl Handler for GatewayHandler {
                 correlation: props.and_then(|pr| pr.correlation_data.as_ref().map(|c| c.to_vec())),
             };
             let st = self.shared.lock();
-            for (_, f, tx) in &st.subs {
-                if topic_matches(f, &topic) {
-                    let _ = tx.send(msg.clone());
+            for (id, f, tx) in &st.subs {
+                // The poll task never blocks: a subscriber that does not keep up loses the
+                // newest messages beyond its queue, never memory.
+                if topic_matches(f, &topic) && tx.try_send(msg.clone()).is_err() {
+                    tracing::warn!(
+                        subscription = id,
+                        topic,
+                        "subscriber queue full; message dropped"
+                    );
                 }
             }
         }
@@ -383,8 +392,9 @@ impl PeerLink {
 
     /// Subscribes to `filter`: messages that match it arrive on the receiver until
     /// [`PeerLink::unsubscribe`] with the returned id. Resubscribed after every reconnect.
+    /// At most [`SUB_QUEUE`] messages wait for the receiver; more are dropped (and logged).
     pub fn subscribe(&self, filter: &str) -> Result<(u64, mpsc::Receiver<Message>), String> {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(SUB_QUEUE);
         let id = {
             let mut st = self.shared.lock();
             st.next_sub += 1;
@@ -546,7 +556,8 @@ impl PeerLink {
         };
         let body = serde_json::to_vec(&req).map_err(|e| ToolError::failed(tool, e.to_string()))?;
         for attempt in 1..=attempts {
-            let (tx, rx) = mpsc::channel();
+            // One answer per call: the entry is removed when it is delivered.
+            let (tx, rx) = mpsc::sync_channel(1);
             self.shared.lock().pending.insert(call_id.clone(), tx);
             let props = PublishProperties {
                 message_expiry_interval: Some(ms.div_ceil(1000).max(1) as u32),

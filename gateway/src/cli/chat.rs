@@ -160,17 +160,18 @@ async fn one_shot(agent: &mut Agent, message: &str) -> ExitCode {
 fn input_thread(
     history: std::path::PathBuf,
 ) -> (
-    std::sync::mpsc::Sender<()>,
-    mpsc::UnboundedReceiver<Option<String>>,
+    std::sync::mpsc::SyncSender<()>,
+    mpsc::Receiver<Option<String>>,
 ) {
-    let (want_tx, want_rx) = std::sync::mpsc::channel::<()>();
-    let (line_tx, line_rx) = mpsc::unbounded_channel();
+    // One line is read per request, so one slot is all either channel ever holds.
+    let (want_tx, want_rx) = std::sync::mpsc::sync_channel::<()>(1);
+    let (line_tx, line_rx) = mpsc::channel(1);
     std::thread::spawn(move || {
         let mut ed = match rustyline::DefaultEditor::new() {
             Ok(e) => e,
             Err(e) => {
                 eprintln!("covo: no line editor: {e}");
-                let _ = line_tx.send(None);
+                let _ = line_tx.blocking_send(None);
                 return;
             }
         };
@@ -192,7 +193,7 @@ fn input_thread(
                 }
             }
             let done = line.is_none();
-            if line_tx.send(line).is_err() || done {
+            if line_tx.blocking_send(line).is_err() || done {
                 return;
             }
         }
@@ -224,14 +225,14 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
     let mut ticker = tokio::time::interval(poll);
     let mut usage_log: Vec<(usize, Usage)> = Vec::new();
     let sampled = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
-    let _ = want.send(());
+    let _ = want.try_send(()); // full means a line is already asked for
     loop {
         tokio::select! {
             line = lines.recv() => {
                 let Some(Some(line)) = line else { break };
                 let line = line.trim().to_string();
                 if line.is_empty() {
-                    let _ = want.send(());
+                    let _ = want.try_send(()); // full means a line is already asked for
                     continue;
                 }
                 if let Some(cmd) = line.strip_prefix('/') {
@@ -250,7 +251,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
                         Outcome::Failed(e) => eprintln!("  ! {e}"),
                     }
                 }
-                let _ = want.send(());
+                let _ = want.try_send(()); // full means a line is already asked for
             }
             _ = ticker.tick() => {
                 run_due(&rt, agent.model().cloned()).await;

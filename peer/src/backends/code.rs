@@ -165,7 +165,8 @@ impl CodeRun {
             .spawn()
             .map_err(|e| fail("could not start the snippet", e))?;
         let pgid = child.id();
-        let (tx, rx) = mpsc::channel();
+        // One message per pipe: stdout and stderr.
+        let (tx, rx) = mpsc::sync_channel(2);
         for (name, pipe) in [
             (
                 "stdout",
