@@ -67,11 +67,13 @@ impl Board {
             .clone()
     }
 
-    /// Why a hardware toolset cannot work on this board, if it cannot.
-    pub fn missing(&self, toolset: &str) -> Option<String> {
+    /// Why a hardware tool cannot work on this board, if it cannot: the board declares nothing
+    /// of its kind, or (on a Linux board, whose hardware this opens) none of it opened, with the
+    /// open error as the reason.
+    pub fn missing(&self, toolset: &str, tool: &str) -> Option<String> {
         let d = &self.def;
         let has_driver = |f: &dyn Fn(&str) -> bool| d.device.iter().any(|x| f(&x.driver));
-        match toolset {
+        let declared = match toolset {
             "i2c" if d.i2c.is_empty() => Some("this board declares no I2C bus".into()),
             "spi" if d.spi.is_empty() => Some("this board declares no SPI bus".into()),
             "serial" if d.serial.is_empty() => Some("this board declares no serial port".into()),
@@ -82,7 +84,39 @@ impl Board {
                 Some("this board declares no sensor".into())
             }
             _ => None,
+        };
+        if declared.is_some() || d.board.backend == "sim" {
+            return declared;
         }
+        let kind = match (toolset, tool) {
+            (_, "pwm_set") => "pwm",
+            ("gpio", _) => "gpio",
+            ("i2c" | "sensors" | "display", _) => "i2c",
+            ("spi", _) => "spi",
+            _ => return None,
+        };
+        let hw = match self.hardware() {
+            Ok(hw) => hw,
+            Err(e) => return Some(format!("the board did not open: {e}")),
+        };
+        if kind == "i2c" && matches!(toolset, "sensors" | "display") {
+            // These need a device on a bus that opened.
+            let wanted = |x: &str| match toolset {
+                "display" => x == "ssd1306",
+                _ => !covo_hal_tools::sensors::quantities(x).is_empty(),
+            };
+            let reachable = d.device.iter().filter(|x| wanted(&x.driver)).any(|x| {
+                x.bus
+                    .or_else(|| d.default_i2c_bus())
+                    .is_some_and(|b| hw.has_i2c_bus(b))
+            });
+            if reachable {
+                return None;
+            }
+            let why = hw.unavailable("i2c").unwrap_or("its I2C bus did not open");
+            return Some(format!("no {toolset} device's I2C bus opened: {why}"));
+        }
+        hw.unavailable(kind).map(|why| why.to_string())
     }
 }
 
@@ -93,6 +127,18 @@ pub fn tool_error(tool: &str, e: HwError) -> ToolError {
             tool: tool.into(),
             message: m,
             hint: Some("board_info and device_list show what this board has".into()),
+        },
+        HwError::Line(b) => ToolError::Failed {
+            tool: tool.into(),
+            message: b.to_string(),
+            hint: match b {
+                covo_hal_tools::bus::BusError::Unsupported(_) => None,
+                _ => Some(
+                    "check the pin with board_info; a line held by a kernel driver or another \
+                     program stays busy until it is released"
+                        .into(),
+                ),
+            },
         },
         HwError::Bus(b) => ToolError::Failed {
             tool: tool.into(),
@@ -252,5 +298,40 @@ impl Board {
                 .check_mcu_i2c(device, *address, *writes)
                 .and_then(|_| p.check_transfer(*bytes)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use covo_hal_tools::bus::BusError;
+
+    fn hint(e: HwError) -> Option<String> {
+        match tool_error("t", e) {
+            ToolError::Failed { hint, .. } => hint,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn gpio_errors_carry_gpio_advice_not_the_i2c_bus_hint() {
+        let busy = hint(HwError::Line(BusError::Other(
+            "GPIO5 on /dev/gpiochip0 is in use".into(),
+        )));
+        let busy = busy.unwrap();
+        assert!(!busy.contains("bus may recover"), "{busy}");
+        assert!(busy.contains("line"), "{busy}");
+        // No interrupt on the line: the message says what to do; no misleading hint.
+        assert_eq!(
+            hint(HwError::Line(BusError::Unsupported("no interrupt".into()))),
+            None
+        );
+        // Bus errors keep theirs.
+        assert!(hint(HwError::Bus(BusError::Timeout))
+            .unwrap()
+            .contains("bus may recover"));
+        assert!(hint(HwError::Bus(BusError::Nack(0x76)))
+            .unwrap()
+            .contains("i2c_scan"));
     }
 }

@@ -323,7 +323,7 @@ impl Runtime {
         {
             return Availability::no("no MQTT broker configured");
         }
-        match self.board.missing(spec.toolset) {
+        match self.board.missing(spec.toolset, spec.name) {
             Some(reason) => Availability::no(reason),
             None => av,
         }

@@ -414,3 +414,93 @@ fn broken_config_and_board_files_exit_2_naming_the_file_the_line_and_the_key() {
     let cfg = cfg.display().to_string();
     check(&cfg, &cfg, 1, "UTF-8");
 }
+
+/// A Linux board whose bus, GPIO chip, SPI device and PWM chip do not open: their tools are
+/// listed as unavailable, each with the open error as the reason, so the model is not offered
+/// tools that cannot work; the tools the board can still run stay available.
+#[test]
+fn hardware_that_fails_to_open_makes_its_tools_unavailable_with_the_open_error() {
+    let env = Env::new();
+    let board = env.path().join("board.toml");
+    std::fs::write(
+        &board,
+        r#"[board]
+name = "gone"
+model = "a board whose parts are missing"
+backend = "linux"
+
+[[i2c]]
+bus = 7
+path = "/dev/i2c-97"
+
+[[spi]]
+bus = 0
+cs = 0
+path = "/dev/spidev9.9"
+
+[pins]
+chip = "/dev/gpiochip97"
+available = [17]
+
+[[pwm]]
+channel = 0
+chip = "/sys/class/pwm/pwmchip97"
+pin = 18
+
+[[device]]
+name = "climate"
+driver = "bme280"
+bus = 7
+address = 0x76
+"#,
+    )
+    .unwrap();
+    let cfg = env.write_config(&format!("board = {:?}\n", board.display().to_string()));
+    let v = env.json(&["--config", &cfg, "tools", "list", "--json"]);
+    let row = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed"))
+            .clone()
+    };
+    let reason = |name: &str| {
+        let r = row(name);
+        assert_eq!(r["available"], false, "{name}: {r}");
+        r["reason"].as_str().unwrap().to_string()
+    };
+    for t in [
+        "i2c_scan",
+        "i2c_read",
+        "i2c_write_read",
+        "i2c_read_register",
+    ] {
+        assert!(reason(t).contains("/dev/i2c-97"), "{t}: {}", reason(t));
+    }
+    assert!(
+        reason("sensor_read").contains("/dev/i2c-97"),
+        "{}",
+        reason("sensor_read")
+    );
+    for t in ["gpio_read", "gpio_write", "gpio_wait_edge"] {
+        let r = reason(t);
+        assert!(
+            r.contains("/dev/gpiochip97") && r.contains("does not exist"),
+            "{t}: {r}"
+        );
+    }
+    assert!(
+        reason("spi_transfer").contains("/dev/spidev9.9"),
+        "{}",
+        reason("spi_transfer")
+    );
+    assert!(
+        reason("pwm_set").contains("pwmchip97"),
+        "{}",
+        reason("pwm_set")
+    );
+    // What does not need the missing parts stays available.
+    assert_eq!(row("board_info")["available"], true);
+    assert_eq!(row("todo_write")["available"], true);
+}

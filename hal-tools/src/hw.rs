@@ -10,18 +10,44 @@ use crate::sim::SimBoard;
 use crate::values::PinRef;
 use embedded_hal::i2c::I2c;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// How long an operation waits for a bus another operation holds.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A line covo holds, shared by the calls that use it.
+type HeldLine = Arc<Mutex<Box<dyn Line>>>;
+
+/// Open errors collected by kind while a Linux board opens.
+#[derive(Default)]
+#[cfg_attr(not(all(target_os = "linux", feature = "linux")), allow(dead_code))]
+struct Failures(BTreeMap<&'static str, String>);
+
+#[cfg_attr(not(all(target_os = "linux", feature = "linux")), allow(dead_code))]
+impl Failures {
+    fn add(&mut self, kind: &'static str, why: String) {
+        let e = self.0.entry(kind).or_default();
+        if !e.is_empty() {
+            e.push_str("; ");
+        }
+        e.push_str(&why);
+    }
+
+    fn take(&mut self, kind: &str) -> String {
+        self.0.remove(kind).unwrap_or_default()
+    }
+}
+
 /// Errors of hardware operations, each phrased so the model can act on it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HwError {
-    /// The bus or line reported an error.
+    /// A bus (I2C, SPI, PWM, serial) reported an error.
     #[error(transparent)]
     Bus(#[from] BusError),
+    /// A GPIO line reported an error (kept apart from bus errors: their remedies differ).
+    #[error(transparent)]
+    Line(BusError),
     /// The board has no such bus, pin, channel or device.
     #[error("{0}")]
     NotFound(String),
@@ -40,7 +66,12 @@ pub enum HwError {
 pub struct Hardware {
     def: BoardDef,
     i2c: BTreeMap<u8, Mutex<DynI2c>>,
-    lines: Mutex<BTreeMap<u32, Box<dyn Line>>>,
+    /// Lines covo holds, one request each for the life of the process (so its direction and
+    /// level stay as covo left them), each behind its own lock: a long edge wait on one line
+    /// does not hold up the others. At most one entry per line of the chip.
+    lines: Mutex<BTreeMap<u32, HeldLine>>,
+    /// Parts of the board that failed to open, by toolset (`i2c`, `gpio`, ...), with why.
+    unavailable: BTreeMap<&'static str, String>,
     pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
     spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
@@ -77,6 +108,7 @@ impl Hardware {
             def,
             i2c,
             lines: Mutex::new(BTreeMap::new()),
+            unavailable: BTreeMap::new(),
             pwm,
             spi: BTreeMap::new(),
             sim: Some(sim),
@@ -100,6 +132,7 @@ impl Hardware {
     #[cfg(all(target_os = "linux", feature = "linux"))]
     fn open_linux(def: BoardDef) -> Result<Hardware, HwError> {
         use crate::backend as linux;
+        let mut failed = Failures::default();
         let mut i2c = BTreeMap::new();
         for b in &def.i2c {
             let path = b
@@ -110,7 +143,17 @@ impl Hardware {
                 Ok(bus) => {
                     i2c.insert(b.bus, Mutex::new(DynI2c(bus)));
                 }
-                Err(e) => tracing::warn!(bus = b.bus, %path, error = %e, "I2C bus unavailable"),
+                Err(e) => {
+                    tracing::warn!(bus = b.bus, %path, error = %e, "I2C bus unavailable");
+                    failed.add("i2c", e.to_string());
+                }
+            }
+        }
+        if !def.pins.available.is_empty() || def.pins.chip.is_some() {
+            let chip = def.pins.chip.as_deref().unwrap_or("/dev/gpiochip0");
+            if let Err(e) = linux::probe_gpio_chip(chip) {
+                tracing::warn!(%chip, error = %e, "GPIO chip unavailable");
+                failed.add("gpio", e.to_string());
             }
         }
         let mut pwm = BTreeMap::new();
@@ -124,7 +167,8 @@ impl Hardware {
                     pwm.insert(p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>));
                 }
                 Err(e) => {
-                    tracing::warn!(channel = p.channel, %chip, error = %e, "PWM channel unavailable")
+                    tracing::warn!(channel = p.channel, %chip, error = %e, "PWM channel unavailable");
+                    failed.add("pwm", e.to_string());
                 }
             }
         }
@@ -139,14 +183,31 @@ impl Hardware {
                     spi.insert((d.bus, d.cs), Mutex::new(dev));
                 }
                 Err(e) => {
-                    tracing::warn!(bus = d.bus, cs = d.cs, %path, error = %e, "SPI device unavailable")
+                    tracing::warn!(bus = d.bus, cs = d.cs, %path, error = %e, "SPI device unavailable");
+                    failed.add("spi", e.to_string());
                 }
             }
+        }
+        // A toolset is unavailable when nothing of its kind opened; when some of it did, the
+        // tools work on what opened and name what did not when asked for it.
+        let mut unavailable = BTreeMap::new();
+        if !def.i2c.is_empty() && i2c.is_empty() {
+            unavailable.insert("i2c", failed.take("i2c"));
+        }
+        if let Some(why) = failed.0.remove("gpio") {
+            unavailable.insert("gpio", why);
+        }
+        if !def.spi.is_empty() && spi.is_empty() {
+            unavailable.insert("spi", failed.take("spi"));
+        }
+        if !def.pwm.is_empty() && pwm.is_empty() {
+            unavailable.insert("pwm", failed.take("pwm"));
         }
         Ok(Hardware {
             def,
             i2c,
             lines: Mutex::new(BTreeMap::new()),
+            unavailable,
             pwm,
             spi,
             sim: None,
@@ -173,6 +234,17 @@ impl Hardware {
     /// The board definition.
     pub fn def(&self) -> &BoardDef {
         &self.def
+    }
+
+    /// Why a kind of hardware (`i2c`, `spi`, `gpio`, `pwm`) could not be opened, when none of
+    /// it could: the open errors, joined.
+    pub fn unavailable(&self, kind: &str) -> Option<&str> {
+        self.unavailable.get(kind).map(String::as_str)
+    }
+
+    /// Whether I2C bus `bus` opened.
+    pub fn has_i2c_bus(&self, bus: u8) -> bool {
+        self.i2c.contains_key(&bus)
     }
 
     /// The simulated board's handle (fault injection, framebuffer), on the sim backend.
@@ -370,21 +442,45 @@ impl Hardware {
         }
     }
 
+    /// The line covo holds for `pin`, requested on first use.
+    fn line(&self, pin: u32) -> Result<HeldLine, HwError> {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = lines.get(&pin) {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(Mutex::new(self.open_line(pin)?));
+        lines.insert(pin, l.clone());
+        Ok(l)
+    }
+
+    /// Runs `f` on a line, waiting at most [`LOCK_TIMEOUT`] for another call that holds it (an
+    /// edge wait holds its line for the wait).
     fn with_line<T>(
         &self,
         pin: u32,
-        output: bool,
+        wait: Duration,
         f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>,
     ) -> Result<T, HwError> {
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let line = match lines.entry(pin) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(self.open_line(pin, output)?),
+        let line = self.line(pin)?;
+        let deadline = Instant::now() + wait;
+        let mut g = loop {
+            match line.try_lock() {
+                Ok(g) => break g,
+                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(HwError::Line(BusError::Other(format!(
+                        "GPIO{pin} is busy: another call (an edge wait?) is using it; try again"
+                    ))))
+                }
+            }
         };
-        Ok(f(line.as_mut())?)
+        f(g.as_mut()).map_err(HwError::Line)
     }
 
-    fn open_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
+    fn open_line(&self, pin: u32) -> Result<Box<dyn Line>, HwError> {
         if let Some(sim) = &self.sim {
             return sim
                 .line(pin)
@@ -393,46 +489,44 @@ impl Hardware {
                     HwError::NotFound(format!("GPIO{pin} does not exist on the sim board"))
                 });
         }
-        self.open_linux_line(pin, output)
+        self.open_linux_line(pin)
     }
 
     #[cfg(all(target_os = "linux", feature = "linux"))]
-    fn open_linux_line(&self, pin: u32, output: bool) -> Result<Box<dyn Line>, HwError> {
+    fn open_linux_line(&self, pin: u32) -> Result<Box<dyn Line>, HwError> {
         let chip = self
             .def
             .pins
             .chip
             .clone()
             .unwrap_or_else(|| "/dev/gpiochip0".into());
-        Ok(crate::backend::open_line(&chip, pin, output)?)
+        crate::backend::open_line(&chip, pin).map_err(HwError::Line)
     }
 
     #[cfg(not(all(target_os = "linux", feature = "linux")))]
-    fn open_linux_line(&self, _pin: u32, _output: bool) -> Result<Box<dyn Line>, HwError> {
+    fn open_linux_line(&self, _pin: u32) -> Result<Box<dyn Line>, HwError> {
         Err(HwError::Open("this build has no GPIO backend".into()))
     }
 
-    /// Reads a line's level.
+    /// Reads a line's level, leaving its direction as it is.
     pub fn gpio_read(&self, pin: u32) -> Result<bool, HwError> {
-        self.with_line(pin, false, |l| l.read())
+        self.with_line(pin, LOCK_TIMEOUT, |l| l.read())
     }
 
-    /// Drives a line.
+    /// Drives a line (making it an output if it was not).
     pub fn gpio_write(&self, pin: u32, high: bool) -> Result<(), HwError> {
-        self.with_line(pin, true, |l| l.write(high))
+        self.with_line(pin, LOCK_TIMEOUT, |l| l.write(high))
     }
 
-    /// Waits for an edge, up to `timeout`.
+    /// Waits for an edge, up to `timeout`, on the line covo holds (an input; an output is
+    /// refused rather than switched). The wait holds that line only.
     pub fn gpio_wait_edge(
         &self,
         pin: u32,
         edge: Edge,
         timeout: Duration,
     ) -> Result<Option<EdgeEvent>, HwError> {
-        // Open under the lock, then wait on a line of its own: a long wait must not block
-        // other pins.
-        let mut line = self.open_line(pin, false)?;
-        Ok(line.wait_edge(edge, timeout)?)
+        self.with_line(pin, LOCK_TIMEOUT, |l| l.wait_edge(edge, timeout))
     }
 
     /// Sets a PWM channel; returns what the hardware set.

@@ -7,7 +7,8 @@ use embedded_hal::i2c::{self, Operation};
 use embedded_hal::spi;
 use gpiocdev::line::{EdgeDetection, EdgeKind, Value};
 use gpiocdev::Request;
-use linux_embedded_hal::i2cdev::linux::LinuxI2CError;
+use linux_embedded_hal::i2cdev::core::I2CDevice;
+use linux_embedded_hal::i2cdev::linux::{LinuxI2CDevice, LinuxI2CError};
 use linux_embedded_hal::spidev::{SpiModeFlags, SpidevOptions};
 use linux_embedded_hal::{I2CError, I2cdev, SPIError, SpidevDevice};
 use std::path::{Path, PathBuf};
@@ -17,16 +18,31 @@ use std::time::{Duration, Instant};
 
 /// Opens an I2C bus (`/dev/i2c-1`) through i2c-dev. Every transaction is one `I2C_RDWR` ioctl,
 /// so a write followed by a read is joined by a repeated start, as register reads need.
+///
+/// An SMBus-only adapter (i801 and piix4 on PCs, `i2c-stub`: no `I2C_FUNC_I2C`) refuses
+/// `I2C_RDWR` with `EOPNOTSUPP` before anything reaches the bus. The bus then switches to SMBus
+/// commands for the transfers SMBus can express (see [`smbus_plan`]): register reads and writes
+/// of up to 32 bytes, one-byte reads and writes, and the quick command.
 pub fn open_i2c(path: impl AsRef<Path>) -> Result<Box<dyn I2cBus>, BusError> {
     let path = path.as_ref();
     let dev = I2cdev::new(path).map_err(|e| i2c_open_error(path, &e))?;
-    Ok(Box::new(LinuxI2c(dev)))
+    Ok(Box::new(LinuxI2c {
+        dev,
+        path: path.to_path_buf(),
+        smbus: None,
+    }))
 }
 
 /// `I2cdev` with its errors mapped from the errno, which keeps what `bus::Erased` (going through
 /// embedded-hal's `ErrorKind`) would lose: a timeout, and the `EREMOTEIO` the Pi's controller
 /// (i2c-bcm2835) returns for a NACK.
-struct LinuxI2c(I2cdev);
+struct LinuxI2c {
+    dev: I2cdev,
+    path: PathBuf,
+    /// Set once the adapter refused a plain I2C transfer: SMBus commands from then on, through
+    /// one device file whose target address follows the call.
+    smbus: Option<(LinuxI2CDevice, u8)>,
+}
 
 impl i2c::ErrorType for LinuxI2c {
     type Error = BusError;
@@ -38,10 +54,156 @@ impl i2c::I2c for LinuxI2c {
         address: u8,
         operations: &mut [Operation<'_>],
     ) -> Result<(), BusError> {
-        self.0
-            .transaction(address, operations)
-            .map_err(|e| i2c_error(&e, address))
+        if self.smbus.is_none() {
+            match self.dev.transaction(address, operations) {
+                Ok(()) => return Ok(()),
+                Err(e) if linux_errno(e.inner()) == Some(EOPNOTSUPP) => {
+                    tracing::info!(
+                        bus = %self.path.display(),
+                        "the I2C adapter is SMBus-only (no I2C_FUNC_I2C): using SMBus commands"
+                    );
+                    let dev = LinuxI2CDevice::new(&self.path, u16::from(address))
+                        .map_err(|e| i2c_errno(linux_errno(&e), address, &e.to_string()))?;
+                    self.smbus = Some((dev, address));
+                }
+                Err(e) => return Err(i2c_error(&e, address)),
+            }
+        }
+        let (dev, current) = self.smbus.as_mut().expect("set above");
+        smbus_transaction(dev, current, address, operations)
     }
+}
+
+/// One SMBus command, as [`smbus_plan`] maps a transaction onto them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Smbus {
+    /// Quick command (the address and a write bit, no data).
+    Quick,
+    /// Receive one byte.
+    ReceiveByte,
+    /// Send one byte.
+    SendByte(u8),
+    /// Write one byte to a register.
+    WriteByteData(u8, u8),
+    /// Write bytes from a register on (I2C block write, at most 32).
+    WriteBlock(u8, Vec<u8>),
+    /// Read one byte from a register.
+    ReadByteData(u8),
+    /// Read two bytes from a register (low byte first on the wire).
+    ReadWordData(u8),
+    /// Read `n` bytes from a register on (I2C block read, at most 32).
+    ReadBlock(u8, u8),
+}
+
+/// The most data bytes one SMBus block command carries.
+const SMBUS_BLOCK: usize = 32;
+
+/// Maps an embedded-hal transaction onto SMBus commands that put the same bytes on the wire, or
+/// says why SMBus cannot express it. A register read longer than a block is split into block
+/// reads at successive registers, as register-file chips auto-increment.
+fn smbus_plan(ops: &[Operation<'_>]) -> Result<Vec<Smbus>, String> {
+    use Operation::{Read, Write};
+    let plan = match ops {
+        [Write(w)] => match w.len() {
+            0 => vec![Smbus::Quick],
+            1 => vec![Smbus::SendByte(w[0])],
+            2 => vec![Smbus::WriteByteData(w[0], w[1])],
+            n if n <= SMBUS_BLOCK + 1 => vec![Smbus::WriteBlock(w[0], w[1..].to_vec())],
+            n => return Err(format!(
+                "a {n}-byte write: SMBus writes carry a register and at most {SMBUS_BLOCK} bytes"
+            )),
+        },
+        [Read(r)] if r.len() == 1 => vec![Smbus::ReceiveByte],
+        [Read(r)] => {
+            return Err(format!(
+                "a plain {}-byte read: SMBus reads one byte, or bytes from a register",
+                r.len()
+            ))
+        }
+        [Write(w), Read(r)] if w.len() == 1 => {
+            let reg = w[0];
+            match r.len() {
+                0 => vec![Smbus::SendByte(reg)],
+                1 => vec![Smbus::ReadByteData(reg)],
+                2 => vec![Smbus::ReadWordData(reg)],
+                n if usize::from(reg) + n > 256 => {
+                    return Err(format!(
+                        "reading {n} bytes from register 0x{reg:02x} would run past register 0xff"
+                    ))
+                }
+                n => (0..n)
+                    .step_by(SMBUS_BLOCK)
+                    .map(|at| {
+                        let len = (n - at).min(SMBUS_BLOCK);
+                        Smbus::ReadBlock(reg + at as u8, len as u8)
+                    })
+                    .collect(),
+            }
+        }
+        [Write(w), Read(_)] => {
+            return Err(format!(
+                "a {}-byte register address: SMBus addresses registers with one byte",
+                w.len()
+            ))
+        }
+        _ => {
+            return Err(
+                "a transaction of this shape (SMBus has no general combined transfer)".into(),
+            )
+        }
+    };
+    Ok(plan)
+}
+
+fn smbus_transaction(
+    dev: &mut LinuxI2CDevice,
+    current: &mut u8,
+    address: u8,
+    operations: &mut [Operation<'_>],
+) -> Result<(), BusError> {
+    let plan = smbus_plan(operations).map_err(|why| {
+        BusError::Unsupported(format!("the I2C adapter is SMBus-only and cannot do {why}"))
+    })?;
+    let fail = |e: LinuxI2CError| match linux_errno(&e) {
+        Some(EOPNOTSUPP) => BusError::Unsupported(
+            "the SMBus-only I2C adapter lacks the SMBus command this transfer needs".into(),
+        ),
+        n => i2c_errno(n, address, &e.to_string()),
+    };
+    if *current != address {
+        dev.set_slave_address(u16::from(address)).map_err(fail)?;
+        *current = address;
+    }
+    let mut read = Vec::new();
+    for cmd in plan {
+        match cmd {
+            Smbus::Quick => dev.smbus_write_quick(false).map_err(fail)?,
+            Smbus::ReceiveByte => read.push(dev.smbus_read_byte().map_err(fail)?),
+            Smbus::SendByte(b) => dev.smbus_write_byte(b).map_err(fail)?,
+            Smbus::WriteByteData(r, v) => dev.smbus_write_byte_data(r, v).map_err(fail)?,
+            Smbus::WriteBlock(r, data) => dev.smbus_write_i2c_block_data(r, &data).map_err(fail)?,
+            Smbus::ReadByteData(r) => read.push(dev.smbus_read_byte_data(r).map_err(fail)?),
+            Smbus::ReadWordData(r) => {
+                read.extend_from_slice(&dev.smbus_read_word_data(r).map_err(fail)?.to_le_bytes())
+            }
+            Smbus::ReadBlock(r, n) => {
+                let got = dev.smbus_read_i2c_block_data(r, n).map_err(fail)?;
+                if got.len() != usize::from(n) {
+                    return Err(BusError::Other(format!(
+                        "an SMBus block read from 0x{address:02x} returned {} of {n} bytes",
+                        got.len()
+                    )));
+                }
+                read.extend_from_slice(&got);
+            }
+        }
+    }
+    if let Some(Operation::Read(buf)) = operations.last_mut() {
+        if read.len() == buf.len() {
+            buf.copy_from_slice(&read);
+        }
+    }
+    Ok(())
 }
 
 fn linux_errno(e: &LinuxI2CError) -> Option<i32> {
@@ -150,42 +312,58 @@ const EMSGSIZE: i32 = 90;
 // ---- GPIO ---------------------------------------------------------------------------------------
 
 /// Requests one line of a GPIO chip (`/dev/gpiochip0`, line = BCM number on a Pi) through the
-/// v2 character-device uAPI. An output starts low. An input has edge detection on both edges,
-/// so [`Line::wait_edge`] works. The line is released when the box is dropped.
-pub fn open_line(
-    chip: impl AsRef<Path>,
-    offset: u32,
-    output: bool,
-) -> Result<Box<dyn Line>, BusError> {
+/// v2 character-device uAPI, **as it is**: requesting it changes neither its direction nor its
+/// level, so reading a relay's line leaves the relay driven. The one request is then
+/// reconfigured as each use needs, so a line read, then written, then read again never meets
+/// itself as "busy":
+/// - [`Line::read`] reads the level in whatever direction the line has;
+/// - [`Line::write`] makes it an output (with the new level in the same ioctl);
+/// - [`Line::wait_edge`] makes an input line edge-detecting, and refuses on an output (watching
+///   edges needs an input, and switching a driven line to input would drop what it drives) and
+///   on a chip without interrupts, saying so.
+///
+/// The line is released when the box is dropped.
+pub fn open_line(chip: impl AsRef<Path>, offset: u32) -> Result<Box<dyn Line>, BusError> {
     let chip = chip.as_ref();
-    let mut builder = Request::builder();
-    builder
+    let request = Request::builder()
         .on_chip(chip)
         .with_consumer("covo")
-        .with_line(offset);
-    if output {
-        builder.as_output(Value::Inactive);
-    } else {
-        builder
-            .as_input()
-            .with_edge_detection(EdgeDetection::BothEdges);
-    }
-    let request = builder
+        .with_line(offset)
+        .as_is()
         .request()
         .map_err(|e| gpio_error(chip, offset, &e))?;
     Ok(Box::new(GpioLine {
         request,
         chip: chip.to_path_buf(),
         offset,
-        output,
+        mode: Mode::AsIs,
     }))
+}
+
+/// Checks that a GPIO chip opens, so a board whose chip is missing says so up front.
+pub fn probe_gpio_chip(chip: impl AsRef<Path>) -> Result<(), BusError> {
+    let chip = chip.as_ref();
+    gpiocdev::Chip::from_path(chip)
+        .and_then(|c| c.info().map(|_| ()))
+        .map_err(|e| gpio_error(chip, 0, &e))
+}
+
+/// What covo last asked of a line it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Requested without changing its direction.
+    AsIs,
+    /// Driven by covo.
+    Output,
+    /// An input with edge detection on both edges.
+    Edges,
 }
 
 struct GpioLine {
     request: Request,
     chip: PathBuf,
     offset: u32,
-    output: bool,
+    mode: Mode,
 }
 
 /// The errno inside a gpiocdev error. gpiocdev's uAPI error type is not re-exported, so it is
@@ -207,7 +385,7 @@ fn gpio_error(chip: &Path, offset: u32, e: &gpiocdev::Error) -> BusError {
     match gpio_errno(e) {
         Some(ENOENT) => BusError::Other(format!("GPIO chip {c} does not exist")),
         Some(EBUSY) => BusError::Other(format!(
-            "GPIO{offset} on {c} is in use (by a kernel driver such as I2C or SPI, or another program)"
+            "GPIO{offset} on {c} is in use by a kernel driver (such as I2C or SPI) or another program"
         )),
         Some(EINVAL) => BusError::Other(format!(
             "{c} refused line {offset} (beyond the chip's lines, or an unsupported setting)"
@@ -220,6 +398,41 @@ fn gpio_error(chip: &Path, offset: u32, e: &gpiocdev::Error) -> BusError {
 impl GpioLine {
     fn err(&self, e: gpiocdev::Error) -> BusError {
         gpio_error(&self.chip, self.offset, &e)
+    }
+
+    /// Whether the line is an output now: covo drives it, or it was one when covo took it.
+    fn is_output(&self) -> Result<bool, BusError> {
+        match self.mode {
+            Mode::Output => Ok(true),
+            Mode::Edges => Ok(false),
+            Mode::AsIs => {
+                let chip = gpiocdev::Chip::from_path(&self.chip).map_err(|e| self.err(e))?;
+                let info = chip.line_info(self.offset).map_err(|e| self.err(e))?;
+                Ok(info.direction == gpiocdev::line::Direction::Output)
+            }
+        }
+    }
+
+    /// Makes the line an edge-detecting input. A chip without interrupts refuses edge
+    /// detection with ENXIO (or EOPNOTSUPP): that is said in words.
+    fn watch_edges(&mut self) -> Result<(), BusError> {
+        let mut cfg = self.request.config();
+        cfg.with_line(self.offset)
+            .as_input()
+            .with_edge_detection(EdgeDetection::BothEdges);
+        self.request
+            .reconfigure(&cfg)
+            .map_err(|e| match gpio_errno(&e) {
+                Some(ENXIO | EOPNOTSUPP | ENOTSUPP) => BusError::Unsupported(format!(
+                    "GPIO{} on {} has no interrupt, so its edges cannot be watched (on an I/O \
+                     expander, wire its INT pin); poll it with gpio_read instead",
+                    self.offset,
+                    self.chip.display()
+                )),
+                _ => self.err(e),
+            })?;
+        self.mode = Mode::Edges;
+        Ok(())
     }
 }
 
@@ -238,23 +451,32 @@ impl Line for GpioLine {
     }
 
     fn write(&mut self, high: bool) -> Result<(), BusError> {
-        if !self.output {
-            return Err(BusError::Unsupported(format!(
-                "GPIO{} was opened as an input",
-                self.offset
-            )));
+        if self.mode == Mode::Output {
+            return self
+                .request
+                .set_value(self.offset, Value::from(high))
+                .map_err(|e| self.err(e));
         }
-        self.request
-            .set_value(self.offset, Value::from(high))
-            .map_err(|e| self.err(e))
+        // Direction and level in one ioctl: the line never glitches through the other level.
+        let mut cfg = self.request.config();
+        cfg.with_line(self.offset)
+            .as_output(Value::from(high))
+            .with_edge_detection(None);
+        self.request.reconfigure(&cfg).map_err(|e| self.err(e))?;
+        self.mode = Mode::Output;
+        Ok(())
     }
 
     fn wait_edge(&mut self, edge: Edge, timeout: Duration) -> Result<Option<EdgeEvent>, BusError> {
-        if self.output {
+        if self.is_output()? {
             return Err(BusError::Unsupported(format!(
-                "GPIO{} is an output: edges are watched on inputs",
+                "GPIO{} is an output: edges are watched on inputs, and switching it to an input \
+                 would drop what it drives",
                 self.offset
             )));
+        }
+        if self.mode != Mode::Edges {
+            self.watch_edges()?;
         }
         // Edges queued before this call are old news: drop them (bounded by the kernel queue).
         for _ in 0..1024 {
@@ -356,6 +578,65 @@ mod tests {
     }
 
     #[test]
+    fn smbus_plans_put_the_same_bytes_on_the_wire_or_say_why_not() {
+        use Operation::{Read, Write};
+        let plan = |ops: &mut [Operation<'_>]| smbus_plan(ops);
+        // The scan's probe, and one-byte writes.
+        assert_eq!(plan(&mut [Read(&mut [0])]), Ok(vec![Smbus::ReceiveByte]));
+        assert_eq!(plan(&mut [Write(&[])]), Ok(vec![Smbus::Quick]));
+        assert_eq!(plan(&mut [Write(&[0xf4])]), Ok(vec![Smbus::SendByte(0xf4)]));
+        // A register write, and a longer one as an I2C block write.
+        assert_eq!(
+            plan(&mut [Write(&[0xf4, 0x27])]),
+            Ok(vec![Smbus::WriteByteData(0xf4, 0x27)])
+        );
+        assert_eq!(
+            plan(&mut [Write(&[0x40, 1, 2, 3])]),
+            Ok(vec![Smbus::WriteBlock(0x40, vec![1, 2, 3])])
+        );
+        let big = [0u8; 33];
+        assert_eq!(
+            plan(&mut [Write(&big)]),
+            Ok(vec![Smbus::WriteBlock(0, vec![0; 32])])
+        );
+        assert!(plan(&mut [Write(&[0u8; 34])])
+            .unwrap_err()
+            .contains("at most 32"));
+        // Register reads: byte, word, block, and blocks at successive registers.
+        assert_eq!(
+            plan(&mut [Write(&[0xd0]), Read(&mut [0])]),
+            Ok(vec![Smbus::ReadByteData(0xd0)])
+        );
+        assert_eq!(
+            plan(&mut [Write(&[0x00]), Read(&mut [0; 2])]),
+            Ok(vec![Smbus::ReadWordData(0x00)])
+        );
+        assert_eq!(
+            plan(&mut [Write(&[0x88]), Read(&mut [0; 26])]),
+            Ok(vec![Smbus::ReadBlock(0x88, 26)])
+        );
+        assert_eq!(
+            plan(&mut [Write(&[0x10]), Read(&mut [0; 70])]),
+            Ok(vec![
+                Smbus::ReadBlock(0x10, 32),
+                Smbus::ReadBlock(0x30, 32),
+                Smbus::ReadBlock(0x50, 6)
+            ])
+        );
+        // What SMBus cannot say is refused before anything reaches the bus.
+        assert!(plan(&mut [Write(&[0xf0]), Read(&mut [0; 32])])
+            .unwrap_err()
+            .contains("past register 0xff"));
+        assert!(plan(&mut [Read(&mut [0; 4])])
+            .unwrap_err()
+            .contains("4-byte read"));
+        assert!(plan(&mut [Write(&[0x01, 0x02]), Read(&mut [0; 2])])
+            .unwrap_err()
+            .contains("2-byte register address"));
+        assert!(plan(&mut [Write(&[1]), Write(&[2])]).is_err());
+    }
+
+    #[test]
     fn opening_a_missing_or_wrong_i2c_bus_says_why() {
         let e = open_i2c("/dev/i2c-99").err().unwrap();
         assert!(e.to_string().contains("dtparam=i2c_arm=on"), "{e}");
@@ -378,9 +659,11 @@ mod tests {
 
     #[test]
     fn opening_a_gpio_line_on_a_missing_or_wrong_chip_says_why() {
-        let e = open_line("/dev/gpiochip99", 17, true).err().unwrap();
+        let e = open_line("/dev/gpiochip99", 17).err().unwrap();
         assert_eq!(e.to_string(), "GPIO chip /dev/gpiochip99 does not exist");
-        let e = open_line("/dev/null", 17, false).err().unwrap();
+        let e = probe_gpio_chip("/dev/gpiochip99").unwrap_err();
+        assert_eq!(e.to_string(), "GPIO chip /dev/gpiochip99 does not exist");
+        let e = open_line("/dev/null", 17).err().unwrap();
         assert!(e.to_string().contains("is not a GPIO chip"), "{e}");
         let busy: gpiocdev::Error = std::io::Error::from_raw_os_error(EBUSY).into();
         let e = gpio_error(Path::new("/dev/gpiochip0"), 2, &busy);

@@ -41,7 +41,7 @@ pub use sysfs::{list_ports, list_ports_in, match_port, PortInfo, SysfsPwm};
 #[cfg(all(target_os = "linux", feature = "linux"))]
 mod linux;
 #[cfg(all(target_os = "linux", feature = "linux"))]
-pub use linux::{open_i2c, open_line, open_serial, open_spi};
+pub use linux::{open_i2c, open_line, open_serial, open_spi, probe_gpio_chip};
 
 /// An SPI device (one chip select) as the tools use it: embedded-hal's `SpiDevice` with
 /// [`BusError`], so crates.io drivers run on it unchanged.
@@ -84,6 +84,8 @@ pub(crate) mod errno {
     pub const EINVAL: i32 = 22;
     pub const ENOTTY: i32 = 25;
     pub const EOPNOTSUPP: i32 = 95;
+    /// The kernel's internal "not supported", which some drivers let through to user space.
+    pub const ENOTSUPP: i32 = 524;
     pub const ETIMEDOUT: i32 = 110;
     pub const EREMOTEIO: i32 = 121;
 }

@@ -102,8 +102,8 @@ impl Gpio {
     }
 }
 
-/// One simulated GPIO line. Like a kernel line request, a handle sees the edges that happen
-/// after it was made, in order, each once.
+/// One simulated GPIO line. Like covo's kernel line request, a wait sees the edges that happen
+/// after it began, in order, each once; edges between waits are old news.
 #[derive(Debug, Clone)]
 pub struct SimLine {
     pin: u32,
@@ -150,6 +150,9 @@ impl Line for SimLine {
         let start = Instant::now();
         let deadline = start + timeout;
         let mut s = self.gpio.lock();
+        // As on Linux, edges from before the wait are old news: a handle held across calls
+        // (covo keeps one per line) waits for the next one.
+        self.seen = s.sequence;
         loop {
             let seen = self.seen;
             let next = s
