@@ -526,6 +526,18 @@ impl Hardware {
         edge: Edge,
         timeout: Duration,
     ) -> Result<Option<EdgeEvent>, HwError> {
+        if let Some(d) = self
+            .def
+            .device
+            .iter()
+            .find(|d| d.driver == "gpio_out" && d.pin == Some(pin))
+        {
+            return Err(HwError::Line(BusError::Unsupported(format!(
+                "GPIO{pin} ('{}') is declared an output (gpio_out): edges are watched on inputs; \
+                 read its level with gpio_read",
+                d.name
+            ))));
+        }
         self.with_line(pin, LOCK_TIMEOUT, |l| l.wait_edge(edge, timeout))
     }
 

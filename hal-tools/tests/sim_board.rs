@@ -410,6 +410,13 @@ fn hardware_keeps_one_line_per_pin_and_a_wait_holds_only_its_own() {
     hw.gpio_write(17, true).unwrap();
     assert!(hw.gpio_read(17).unwrap());
     assert_eq!(sim.output_log(17).len(), 1, "reading never drives the line");
+    // The relay is a declared output: waiting for its edges is refused, not switched to input.
+    match hw.gpio_wait_edge(17, Edge::Both, Duration::from_millis(10)) {
+        Err(HwError::Line(BusError::Unsupported(m))) => {
+            assert!(m.contains("declared an output"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
     // Read, then wait for an edge on the same input line.
     assert!(hw.gpio_read(27).unwrap());
     let waiter = {
