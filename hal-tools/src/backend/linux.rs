@@ -458,10 +458,10 @@ impl Line for GpioLine {
                 .map_err(|e| self.err(e));
         }
         // Direction and level in one ioctl: the line never glitches through the other level.
+        // (`as_output` also drops edge detection; gpiocdev's `with_edge_detection`, even with
+        // `None`, would make the line an input again.)
         let mut cfg = self.request.config();
-        cfg.with_line(self.offset)
-            .as_output(Value::from(high))
-            .with_edge_detection(None);
+        cfg.with_line(self.offset).as_output(Value::from(high));
         self.request.reconfigure(&cfg).map_err(|e| self.err(e))?;
         self.mode = Mode::Output;
         Ok(())
