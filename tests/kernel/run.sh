@@ -29,9 +29,9 @@ for cmd in qemu-system-x86_64 busybox python3 gcc make; do
   command -v "$cmd" >/dev/null || die "$cmd is missing (tests/run-all.sh installs the suite's packages)"
 done
 busybox --list | grep -qx httpd || die "busybox has no httpd applet: install busybox-static"
-bb=$(command -v busybox)
-file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ ! -e /bin/busybox ] \
-  || die "$bb is not static: install busybox-static"
+bb=$(readlink -f "$(command -v busybox)")
+readelf -lW "$bb" | grep -q INTERP && die "$bb is not static: install busybox-static"
+readelf -hW "$bin" | grep -q 'X86-64' || die "$bin is not an x86-64 executable (the guest is amd64)"
 
 read -r abi out ours < <(bash "$here/build.sh" | tail -1) || die "building the guest's parts failed"
 [ -f "$out/vmlinux" ] || die "build.sh made no vmlinux"
