@@ -86,6 +86,10 @@ if [ ! -f "$ours/.done" ]; then
   cp "$ours.build"/*.ko "$ours.build/gpioline" "$ours/"
   touch "$ours/.done"
   rm -rf "$ours.build"
+  # Builds of older sources are not used again.
+  for old in "$out"/ours-*; do
+    [ "$old" = "$ours" ] || rm -rf "$old"
+  done
 fi
 for m in covo_i2c_regs covo_gpio_noirq covo_spi_loop covo_pwm irq_sim gpio-sim; do
   [ -f "$ours/$m.ko" ] || die "$m.ko was not built"

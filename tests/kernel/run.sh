@@ -88,6 +88,11 @@ awk '$1 == "CHECK" { n[$2]++; if ($4 == "ok") ok[$2]++; else bad[$2]++ }
 if grep -q '^CHECK .* FAIL' "$stage/lines"; then
   echo "== failed checks ([defectN]: the correct behaviour for issue 12's defect N):"
   grep '^CHECK .* FAIL' "$stage/lines" | awk '{ print "   " $2 " " $3 }'
+  awk '$1 == "CHECK" && $4 == "FAIL" {
+         if (match($3, /\[defect[0-9]+\]$/)) d[substr($3, RSTART + 1, RLENGTH - 2)]++; else other++
+       }
+       END { for (k in d) printf "   %s: %d failed check(s)\n", k, d[k]
+             printf "   without a defect tag: %d failed check(s)\n", other + 0 }' "$stage/lines" | sort
 fi
 result=$(grep '^RESULT ' "$stage/lines" | tail -1)
 pass=$(sed -n 's/.*pass=\([0-9]*\).*/\1/p' <<<"$result")

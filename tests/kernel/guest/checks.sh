@@ -13,9 +13,6 @@ COVO=/bin/covo
 LIB=/lib/covo
 export COVO_HOME=/tmp/covo-home
 RUN=/etc/covo/run
-for b in kernel kernel-ro noirq broken; do
-  printf 'board = "%s/%s.toml"\n' "$RUN" "$b" >"$RUN/$b.cfg"
-done
 REGS_BUS=${REGS_DEV#/dev/i2c-}
 STUB_BUS=${STUB_DEV#/dev/i2c-}
 D=/sys/kernel/debug/covo_i2c_regs
@@ -51,6 +48,16 @@ dw() { cat "$D/0x$1/data_writes"; }
 simval() { cat "$SIM_SYS/sim_gpio$1/value"; }
 pull() { echo "pull-$2" >"$SIM_SYS/sim_gpio$1/pull"; }
 info() { "$LIB/gpioline" info "${2:-$SIM_CHIP}" "$1"; }
+# until_line OFFSET PATTERN [CHIP]: waits up to 5 s until the line's info matches *PATTERN*.
+until_line() {
+  _i=0
+  while [ $_i -lt 50 ]; do
+    case "$(info "$1" "$3")" in *$2*) return 0 ;; esac
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  return 1
+}
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
 # the value of "key":NUMBER in $out (first occurrence)
 num() { printf '%s' "$out" | grep -o "\"$1\":[-0-9.e]*" | head -1 | cut -d: -f2; }
@@ -152,10 +159,11 @@ g_gpio() {
   res gpio read_leaves_an_input_released $? "$i"
 
   # A pulse: high while covo holds the line, then low.
-  $COVO --config "$RUN/kernel.cfg" tools call --yes gpio_write '{"pin":2,"level":1,"pulse_ms":1500}' \
+  $COVO --config "$RUN/kernel.cfg" tools call --yes gpio_write '{"pin":2,"level":1,"pulse_ms":2000}' \
     >/tmp/pulse.out 2>/tmp/pulse.err &
   cp=$!
-  sleep 0.7
+  until_line 2 consumer=covo
+  sleep 0.2
   v=$(simval 2) i=$(info 2)
   wait $cp
   out=$(cat /tmp/pulse.out)
@@ -163,14 +171,15 @@ g_gpio() {
   [ $? = 0 ] && [ "$v" = 1 ] && has '"pulsed":1' && has '"level":0'
   res gpio pulse_drives_the_line $? "during: value=$v $i; out=$out"
 
+  # The edge is made once covo holds the line (an edge before the wait is old news).
   pull 1 down
-  (sleep 1; pull 1 up) &
+  (until_line 1 consumer=covo; sleep 0.3; pull 1 up) &
   call kernel gpio_wait_edge '{"pin":"button","edge":"rising","timeout_ms":5000}'
   wait
   a=$(num after_ms)
-  has '"edge":"rising"' && [ "${a:-0}" -ge 500 ] && [ "${a:-0}" -le 4000 ]
+  has '"edge":"rising"' && [ "${a:-0}" -ge 200 ] && [ "${a:-0}" -le 4000 ]
   res gpio wait_edge_rising $? "$out"
-  (sleep 1; pull 1 down) &
+  (until_line 1 consumer=covo; sleep 0.3; pull 1 down) &
   call kernel gpio_wait_edge '{"pin":"button","edge":"falling","timeout_ms":5000}'
   wait
   has '"edge":"falling"'
@@ -213,7 +222,8 @@ g_gpio() {
   $COVO --config "$RUN/kernel.cfg" tools call --yes gpio_wait_edge '{"pin":"relay","timeout_ms":1500}' \
     >/tmp/wait.out 2>/tmp/wait.err &
   cp=$!
-  sleep 0.7
+  until_line 0 consumer=covo
+  sleep 0.2
   i=$(info 0)
   wait $cp
   ia=$(info 0)
@@ -261,7 +271,7 @@ CFG
   reply_call 2 gpio_write '{"pin":3,"level":1}'
   snap 3 >/tmp/llm/hook.3
   reply_call 3 gpio_read '{"pin":4}'
-  echo "(sleep 1; echo pull-up >$SIM_SYS/sim_gpio4/pull) >/dev/null 2>&1 &" >/tmp/llm/hook.4
+  echo "(sleep 1.5; echo pull-up >$SIM_SYS/sim_gpio4/pull) >/dev/null 2>&1 &" >/tmp/llm/hook.4
   reply_call 4 gpio_wait_edge '{"pin":4,"edge":"rising","timeout_ms":5000}'
   reply_call 5 gpio_write '{"pin":"relay","level":1}'
   snap 0 >/tmp/llm/hook.6
@@ -383,9 +393,14 @@ g_policy() {
   i2ctransfer -y "$REGS_BUS" w3@0x48 0x00 0x0b 0xcd
   w=$(dw 48) r0=$(reg 48 0)$(reg 48 1)
   call kernel-ro i2c_read_register '{"bus":1,"address":"0x48","register":0,"width":16}'
+  pw=$(cat $D/0x48/pointer_writes)
   has '"hex":"0x0bcd"' && [ "$(dw 48)" = "$w" ] && [ "$(reg 48 0)$(reg 48 1)" = "$r0" ]
   res policy read_only_width16_read_writes_nothing[defect1] $? \
     "out=$out data_writes $w->$(dw 48) regs00-01 $r0->$(reg 48 0)$(reg 48 1)"
+
+  call kernel-ro i2c_read_register '{"bus":1,"address":"0x48","register":"0x0000","register_width":16}'
+  [ $rc != 0 ] && has 'policy_refused' && [ "$(dw 48)" = "$w" ] && [ "$(cat $D/0x48/pointer_writes)" = "$pw" ]
+  res policy read_only_refuses_a_16bit_register_address $? "out=$out data_writes $w->$(dw 48)"
 
   i=$(info 2)
   call kernel-ro gpio_write '{"pin":2,"level":1}'
