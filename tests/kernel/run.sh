@@ -33,7 +33,8 @@ bb=$(readlink -f "$(command -v busybox)")
 readelf -lW "$bb" | grep -q INTERP && die "$bb is not static: install busybox-static"
 readelf -hW "$bin" | grep -q 'X86-64' || die "$bin is not an x86-64 executable (the guest is amd64)"
 
-read -r abi out ours < <(bash "$here/build.sh" | tail -1) || die "building the guest's parts failed"
+built=$(bash "$here/build.sh") || die "building the guest's parts failed"
+read -r abi out ours <<<"$(tail -1 <<<"$built")"
 [ -f "$out/vmlinux" ] || die "build.sh made no vmlinux"
 
 # The initramfs: busybox, the modules, covo, the gpioline helper, board files and the scripts.

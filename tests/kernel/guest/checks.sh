@@ -328,10 +328,10 @@ g_noirq() {
   hint_is_not_i2c
   res gpio-noirq error_has_no_i2c_hint[defect7] $? "$out"
   call noirq gpio_write '{"pin":2,"level":1}'
-  i=$(info 2 "$NOIRQ_CHIP")
+  i=$(info 2 "$NOIRQ_CHIP") v=$("$LIB/gpioline" get "$NOIRQ_CHIP" 2)
   case "$i" in *dir=out*) true ;; *) false ;; esac
-  [ $? = 0 ] && [ $rc = 0 ]
-  res gpio-noirq write_without_irq $? "rc=$rc out=$out after: $i"
+  [ $? = 0 ] && [ $rc = 0 ] && [ "$v" = 1 ]
+  res gpio-noirq write_without_irq $? "rc=$rc out=$out after: $i level=$v"
 }
 
 # ---- SPI through spidev on covo_spi_loop (MISO = ~MOSI) ----

@@ -6,6 +6,8 @@
  *   gpioline info CHIP OFFSET    prints "name=N consumer=C dir=in|out used=0|1 edge=none|rising|falling|both"
  *   gpioline find CHIP NAME      prints the offset of the line called NAME
  *   gpioline label CHIP          prints the chip's label
+ *   gpioline get CHIP OFFSET     prints the line's level (0 or 1), requesting it as-is: its
+ *                                direction is left alone, so an output reads what it drives
  *   gpioline hold CHIP OFFSET CONSUMER SECONDS
  *                                requests the line as an input as CONSUMER and holds it
  */
@@ -83,6 +85,25 @@ int main(int argc, char **argv)
 			}
 		fprintf(stderr, "no line named %s on %s\n", argv[3], argv[2]);
 		return 1;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "get")) {
+		struct gpio_v2_line_request req;
+		struct gpio_v2_line_values vals = { .mask = 1 };
+		fd = open_chip(argv[2]);
+		memset(&req, 0, sizeof(req));
+		req.offsets[0] = (unsigned int)strtoul(argv[3], NULL, 0);
+		req.num_lines = 1;
+		snprintf(req.consumer, sizeof(req.consumer), "gpioline");
+		if (ioctl(fd, GPIO_V2_GET_LINE_IOCTL, &req) < 0) {
+			perror("GPIO_V2_GET_LINE_IOCTL");
+			return 2;
+		}
+		if (ioctl(req.fd, GPIO_V2_LINE_GET_VALUES_IOCTL, &vals) < 0) {
+			perror("GPIO_V2_LINE_GET_VALUES_IOCTL");
+			return 2;
+		}
+		printf("%d\n", (int)(vals.bits & 1));
+		return 0;
 	}
 	if (argc >= 6 && !strcmp(argv[1], "hold")) {
 		struct gpio_v2_line_request req;
