@@ -7,7 +7,9 @@
 #   tests/kernel/run.sh [--check GROUP] [--shell] [COVO_BIN]
 #
 # COVO_BIN (or $COVO_BIN) is a static musl covo, e.g. target/x86_64-unknown-linux-musl/edge/covo.
-# --check GROUP runs one group of checks (i2c smbus gpio gpio_chat noirq spi pwm policy avail).
+# The MCU firmware image (firmware/qemu-lm3s6965, `cargo build --release` there) runs in a second
+# QEMU joined to the guest's ttyS1; $COVO_FW_IMAGE overrides where it is looked for.
+# --check GROUP runs one group of checks (i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu).
 # --shell sets the guest up, then gives a shell on the terminal instead of running the checks
 #   (`sh /checks.sh GROUP` there runs a group; `reboot -f` leaves).
 set -euo pipefail
@@ -25,7 +27,10 @@ die() { echo "kernel-suite: $*" >&2; exit 1; }
 [ -n "$bin" ] || die "no covo binary: pass its path or set COVO_BIN"
 [ -x "$bin" ] || die "$bin is not an executable"
 readelf -lW "$bin" | grep -q INTERP && die "$bin is not static (the guest has no libc): use the musl edge build"
-for cmd in qemu-system-x86_64 busybox python3 gcc make; do
+repo=$(cd "$here/../.." && pwd)
+fw=${COVO_FW_IMAGE:-${CARGO_TARGET_DIR:-$repo/firmware/qemu-lm3s6965/target}/thumbv7m-none-eabi/release/covo-fw-qemu}
+[ -f "$fw" ] || die "the MCU firmware image is missing at $fw: build it with (cd firmware/qemu-lm3s6965 && cargo build --release) (tests/run-all.sh does)"
+for cmd in qemu-system-x86_64 qemu-system-arm busybox python3 gcc make; do
   command -v "$cmd" >/dev/null || die "$cmd is missing (tests/run-all.sh installs the suite's packages)"
 done
 busybox --list | grep -qx httpd || die "busybox has no httpd applet: install busybox-static"
@@ -39,7 +44,8 @@ read -r abi out ours <<<"$(tail -1 <<<"$built")"
 
 # The initramfs: busybox, the modules, covo, the gpioline helper, board files and the scripts.
 stage=$(mktemp -d "${TMPDIR:-/tmp}/covo-kernel.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+mcu_pid=""
+trap '[ -z "$mcu_pid" ] || kill "$mcu_pid" 2>/dev/null; rm -rf "$stage"' EXIT
 root=$stage/root
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,etc/covo,lib/covo}
 cp "$bb" "$root/bin/busybox"
@@ -61,17 +67,28 @@ cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/" \
 python3 "$here/bme280_expected.py" >"$root/etc/covo/expected-bme280"
 (cd "$root" && find . | "$bb" cpio -o -H newc 2>/dev/null | gzip -1) >"$stage/initramfs.cpio.gz"
 
+# The microcontroller: the firmware in QEMU, its UART0 a socket the guest's ttyS1 connects to.
+mcu_sock=$stage/mcu.sock
+qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
+  -semihosting-config enable=on,target=native -serial "unix:$mcu_sock,server=on,wait=off" \
+  -kernel "$fw" </dev/null >"$stage/mcu.log" 2>&1 &
+mcu_pid=$!
+for _ in $(seq 100); do [ -S "$mcu_sock" ] && break; sleep 0.1; done
+[ -S "$mcu_sock" ] || die "the MCU's QEMU did not open $mcu_sock: $(cat "$stage/mcu.log")"
+
 append="console=ttyS0 rdinit=/init quiet panic=-1"
 [ -n "$check" ] && append="$append COVO_CHECK=$check"
 qemu=(qemu-system-x86_64 -accel tcg -cpu max -m 768M -smp 1 -kernel "$out/vmlinux"
       -initrd "$stage/initramfs.cpio.gz" -no-reboot -display none -nodefaults)
+mcu_serial=(-serial "unix:$mcu_sock")
 if [ "$shell" = 1 ]; then
   # The guest's /init runs the checks unless COVO_CHECK=shell: then it opens a shell.
-  exec "${qemu[@]}" -append "$append COVO_CHECK=shell" -serial stdio
+  "${qemu[@]}" -append "$append COVO_CHECK=shell" -serial stdio "${mcu_serial[@]}"
+  exit 0
 fi
 log=$stage/console.log
 start=$(date +%s.%N)
-timeout 900 "${qemu[@]}" -append "$append" -serial "file:$log" || true
+timeout 900 "${qemu[@]}" -append "$append" -serial "file:$log" "${mcu_serial[@]}" || true
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 # Keep the console log next to the cache for a look after a failure.
 cp "$log" "$(dirname "$out")/last-console.log"

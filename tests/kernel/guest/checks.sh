@@ -424,6 +424,28 @@ g_policy() {
   res policy transfer_over_max_transfer_is_refused $? "rc=$rc $(printf '%s' "$out" | cut -c1-200) tx_bytes $n->$(cat $SPI_D/tx_bytes)"
 }
 
+# ---- A microcontroller over the kernel's serial driver (the firmware in a second QEMU) ----
+# ttyS1's byte counters, from the 8250 driver: "TX RX".
+ttys1() { sed -n 's/^1: .* tx:\([0-9]*\) rx:\([0-9]*\).*/\1 \2/p' /proc/tty/driver/serial; }
+g_mcu() {
+  set -- $(ttys1)
+  tx=${1:-0} rx=${2:-0}
+  call mcu mcu_info '{}'
+  set -- $(ttys1)
+  has '"board":"lm3s6965-qemu"' && [ "${1:-0}" -gt "$tx" ] && [ "${2:-0}" -gt "$rx" ]
+  res serial mcu_info_through_ttyS1 $? "out=$out ttyS1 tx $tx->${1:-?} rx $rx->${2:-?}"
+  call mcu mcu_gpio_write '{"pin":2,"level":1}'
+  w=$out
+  call mcu mcu_gpio_read '{"pin":2}'
+  case "$w|$out" in *'"level":1'*'|'*'"level":1'*) true ;; *) false ;; esac
+  res serial mcu_gpio_write_then_read_high $? "write=$w read=$out"
+  call mcu mcu_gpio_write '{"pin":2,"level":0}'
+  w=$out
+  call mcu mcu_gpio_read '{"pin":2}'
+  case "$w|$out" in *'"level":0'*'|'*'"level":0'*) true ;; *) false ;; esac
+  res serial mcu_gpio_write_then_read_low $? "write=$w read=$out"
+}
+
 # ---- Tool availability follows what opened ----
 tool() { printf '%s' "$out" | sed 's/},{"name"/}\n{"name"/g' | grep "^\[*{\"name\":\"$1\","; }
 g_avail() {
@@ -445,7 +467,7 @@ g_avail() {
   res availability gpio_tools_unavailable_when_the_chip_fails_to_open[defect8] $? "$t"
 }
 
-groups="i2c smbus gpio gpio_chat noirq spi pwm policy avail"
+groups="i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu"
 for g in $groups; do
   if [ -z "$only" ] || [ "$only" = "$g" ]; then
     g_$g
