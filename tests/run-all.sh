@@ -55,5 +55,6 @@ echo "== tests";    cargo test --workspace
 echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
+# It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"

@@ -18,8 +18,9 @@
 //! behave. `tests/kernel/` (the repository's kernel suite, run by `tests/run-all.sh`) boots
 //! Debian's 6.1 kernel in QEMU with small out-of-tree modules (an I2C adapter with register-file
 //! chips, `i2c-stub` for SMBus-only, gpio-sim, a GPIO chip without interrupts, an SPI loopback
-//! controller under spidev, a PWM chip) and a static `covo`, and compares every tool's answer
-//! with what the kernel and the modules' debugfs counters show. `tests/kernel/run.sh --check
+//! controller under spidev, a PWM chip) and a static `covo`, with the MCU firmware in a second
+//! QEMU on the guest's serial port, and compares every tool's answer with what the kernel and
+//! the modules' debugfs counters show. `tests/kernel/run.sh --check
 //! GROUP covo` runs one group; `--shell` gives a shell in the guest to run one call by hand
 //! (`tests/kernel/README.md`).
 #![forbid(unsafe_code)]
