@@ -28,12 +28,19 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
+# The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
+# builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
+# and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
+for pkg in qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64 ca-certificates gcc make; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3; do
+for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 \
+           qemu-system-x86_64 busybox make gcc; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 
@@ -48,3 +55,6 @@ echo "== tests";    cargo test --workspace
 echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
+# It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
+echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
+bash tests/kernel/run.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
