@@ -18,7 +18,7 @@ use crate::store::{StoreError, Watch};
 use chrono::{DateTime, Utc};
 use covo_mcu_protocol::{Event, EventMask};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +37,10 @@ pub fn evaluate(
             continue;
         };
         let (next, fire) = w.rule().step(w.state, *v, now);
-        store.set_watch_state(w.id, next, fire.then_some(now))?;
+        // Only changes are written: microcontroller readings arrive many times a second.
+        if next != w.state || fire {
+            store.set_watch_state(w.id, next, fire.then_some(now))?;
+        }
         if fire {
             fired.push(fire_action(rt, &w, *v, unit));
         }
@@ -180,6 +183,9 @@ pub fn mcu_readings(event: &Event, adc: (u8, u16)) -> Vec<(String, f64, String)>
 pub struct McuWatcher {
     /// Devices this watcher subscribed, to unsubscribe when their last watch goes.
     subscribed: BTreeSet<String>,
+    /// The last level each device reported per pin: a pin reports only its changes, so a
+    /// rule with a duration ("pin3 > 0.5 for 5m") is stepped with it on every pass.
+    levels: BTreeMap<String, BTreeMap<u8, bool>>,
 }
 
 /// What one pass did.
@@ -265,14 +271,38 @@ impl McuWatcher {
             };
             if mask == EventMask::default() {
                 self.subscribed.remove(&name);
+                self.levels.remove(&name);
                 continue;
             }
             self.subscribed.insert(name.clone());
             out.watched += 1;
             out.events += events.len();
+            let levels = self.levels.entry(name.clone()).or_default();
+            let mut changed = 0u32;
+            let mut readings: Vec<Vec<(String, f64, String)>> = Vec::new();
             for event in &events {
-                let readings = mcu_readings(event, adc);
-                match evaluate(rt, &name, &readings, Utc::now()) {
+                if let Event::PinChange { pin, high, .. } = *event {
+                    levels.insert(pin, high);
+                    changed |= 1u32.checked_shl(u32::from(pin)).unwrap_or(0);
+                }
+                readings.push(mcu_readings(event, adc));
+            }
+            // Pins that did not change this pass still hold their level: step duration rules.
+            for (&pin, &high) in levels.iter() {
+                let watched = mask.pin_change & 1u32.checked_shl(u32::from(pin)).unwrap_or(0);
+                if watched != 0 && changed & watched == 0 {
+                    readings.push(mcu_readings(
+                        &Event::PinChange {
+                            pin,
+                            high,
+                            at_ms: 0,
+                        },
+                        adc,
+                    ));
+                }
+            }
+            for r in &readings {
+                match evaluate(rt, &name, r, Utc::now()) {
                     Ok(fired) => out.fired.extend(fired),
                     Err(e) => tracing::warn!(mcu = name, error = %e, "MCU events: watch failed"),
                 }

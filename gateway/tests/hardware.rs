@@ -652,6 +652,16 @@ fn a_watch_on_the_simulated_pico_subscribes_fires_on_an_event_and_unsubscribes_w
                    "message": "the LED is on"}),
         )
         .unwrap();
+    // A pin reports only its changes; a rule with a duration still fires while it holds.
+    let held = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "pico", "quantity": "pin25", "op": ">", "threshold": 0.5,
+                   "for": "1s", "message": "the LED stayed on"}),
+        )
+        .unwrap();
     let mut watcher = covo::watch::McuWatcher::new();
     let first = watcher.pass(&rt, std::time::Duration::from_millis(50));
     assert_eq!(first.watched, 1, "{first:?}");
@@ -679,6 +689,21 @@ fn a_watch_on_the_simulated_pico_subscribes_fires_on_an_event_and_unsubscribes_w
     };
     assert!(fired[0].contains("the LED is on"), "{fired:?}");
     assert!(fired[0].contains("pico pin25 is 1.00"), "{fired:?}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let fired = loop {
+        let pass = watcher.pass(&rt, std::time::Duration::from_millis(50));
+        assert_eq!(pass.events, 0, "the LED stays on: no more events");
+        if !pass.fired.is_empty() {
+            break pass.fired;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the held watch never fired"
+        );
+    };
+    assert!(fired[0].contains("the LED stayed on"), "{fired:?}");
+    rt.call(&s, Via::Direct, "watch_delete", json!({"id": held["id"]}))
+        .unwrap();
 
     // Without watches the device streams nothing.
     rt.call(&s, Via::Direct, "watch_delete", json!({"id": w["id"]}))

@@ -172,7 +172,11 @@ impl McuLink {
         if self.events.is_empty() {
             if self.port.is_none() {
                 self.stats.reconnects += 1;
-                self.reconnect(RECONNECT_DEADLINE)?;
+                if let Err(e) = self.reconnect(RECONNECT_DEADLINE) {
+                    // Not half open: the next poll starts again from the port.
+                    self.port = None;
+                    return Err(e);
+                }
             }
             let until = Instant::now() + wait;
             let mut rx = [0u8; 256];
