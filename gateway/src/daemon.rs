@@ -217,6 +217,8 @@ pub async fn serve(
     let mut connects = link.map_or(0, |l| l.connects());
     let mut link_check = tokio::time::interval(Duration::from_secs(1));
     let mut sampled: HashMap<String, Instant> = HashMap::new();
+    // Microcontroller events feed the watches on their own thread (stopped when this returns).
+    let _mcu_events = crate::watch::McuWatcher::spawn(rt.clone());
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,

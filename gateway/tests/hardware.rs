@@ -637,3 +637,79 @@ fn sampling_logs_each_sensor_at_its_interval_and_not_more_often() {
         .unwrap();
     assert_eq!(rows.len(), 3, "temperature, humidity, pressure");
 }
+
+#[test]
+fn a_watch_on_the_simulated_pico_subscribes_fires_on_an_event_and_unsubscribes_when_deleted() {
+    let _pty = PTY.lock().unwrap_or_else(|p| p.into_inner());
+    let (rt, _sim) = scripted();
+    let s = Session::new("mcu-watch", "cli");
+    let w = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "pico", "quantity": "pin25", "op": ">", "threshold": 0.5,
+                   "message": "the LED is on"}),
+        )
+        .unwrap();
+    // A pin reports only its changes; a rule with a duration still fires while it holds.
+    let held = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "pico", "quantity": "pin25", "op": ">", "threshold": 0.5,
+                   "for": "1s", "message": "the LED stayed on"}),
+        )
+        .unwrap();
+    let mut watcher = covo::watch::McuWatcher::new();
+    let first = watcher.pass(&rt, std::time::Duration::from_millis(50));
+    assert_eq!(first.watched, 1, "{first:?}");
+    let hw = rt.board().hardware().unwrap();
+    let mask = hw.with_mcu("pico", |l| l.subscription()).unwrap();
+    assert_eq!(mask.pin_change, 1 << 25);
+    assert_eq!(mask.adc_channels, 0);
+    std::thread::sleep(std::time::Duration::from_millis(20)); // the device's baseline
+
+    // The LED is an output that reads back its own level: driving it is a pin change.
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 25, "level": 1}),
+    )
+    .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let fired = loop {
+        let pass = watcher.pass(&rt, std::time::Duration::from_millis(50));
+        if !pass.fired.is_empty() {
+            break pass.fired;
+        }
+        assert!(std::time::Instant::now() < until, "the watch never fired");
+    };
+    assert!(fired[0].contains("the LED is on"), "{fired:?}");
+    assert!(fired[0].contains("pico pin25 is 1.00"), "{fired:?}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let fired = loop {
+        let pass = watcher.pass(&rt, std::time::Duration::from_millis(50));
+        assert_eq!(pass.events, 0, "the LED stays on: no more events");
+        if !pass.fired.is_empty() {
+            break pass.fired;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the held watch never fired"
+        );
+    };
+    assert!(fired[0].contains("the LED stayed on"), "{fired:?}");
+    rt.call(&s, Via::Direct, "watch_delete", json!({"id": held["id"]}))
+        .unwrap();
+
+    // Without watches the device streams nothing.
+    rt.call(&s, Via::Direct, "watch_delete", json!({"id": w["id"]}))
+        .unwrap();
+    let last = watcher.pass(&rt, std::time::Duration::from_millis(50));
+    assert_eq!(last.watched, 0, "{last:?}");
+    let mask = hw.with_mcu("pico", |l| l.subscription()).unwrap();
+    assert_eq!(mask, covo_mcu_protocol::EventMask::default());
+}

@@ -1,6 +1,7 @@
 //! The gateway against the real firmware image running in QEMU (lm3s6965evb, UART0 on a pty):
 //! `covo tools call` for info, GPIO, ADC and PWM, then QEMU is killed and restarted and the link
-//! reconnects. Needs `qemu-system-arm` and the release image; `tests/run-all.sh` installs and
+//! reconnects; and MCU events reaching watches through `covo::watch::McuWatcher` (what `covo run`
+//! and `covo chat` run). Needs `qemu-system-arm` and the release image; `tests/run-all.sh` installs and
 //! builds both. Missing parts fail the test loudly; it never skips.
 
 use covo::config::Config;
@@ -107,7 +108,7 @@ port = "qemu"
 [policy]
 [[policy.mcu]]
 device = "lm3s"
-outputs = [2]
+outputs = [0, 2]
 pwm = [{{ channel = 5, min_hz = 10.0, max_hz = 100000.0, max_duty = 1.0 }}]
 "#,
         link.display()
@@ -175,5 +176,171 @@ fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
     let list = rt.call(&s, Via::Direct, "mcu_list", json!({})).unwrap();
     let link_stats = &list["microcontrollers"][0]["link"];
     assert!(link_stats["reconnects"].as_u64().unwrap() >= 1, "{list}");
+    drop(qemu);
+}
+
+/// Polls `f` every 50 ms until it gives `Some`, for at most `within`.
+fn eventually<T>(within: std::time::Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = std::time::Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn watch(rt: &Runtime, s: &Session, id: &Value) -> Value {
+    let list = rt.call(s, Via::Direct, "watch_list", json!({})).unwrap();
+    list["watches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| &w["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("watch {id} missing: {list}"))
+}
+
+#[test]
+fn mcu_pin_changes_and_adc_thresholds_fire_watches_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("mcu-tty");
+    let board = dir.path().join("board.toml");
+    std::fs::write(&board, board_toml(&link)).unwrap();
+    let qemu = Qemu::start();
+    point(&link, &qemu.pty);
+
+    let mut opts = covo::tools::options(Config::default());
+    opts.board = Some(Arc::new(Board::from_def(BoardDef::load(&board).unwrap())));
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    );
+    let s = Session::new("qemu-events", "cli");
+    // Pin 1 is jumpered to pin 0 in the simulated board: driving 0 changes what 1 reads.
+    // When pin 1 goes high, the watch drives pin 2 (an allowed output) high, through the
+    // pipeline and its policy.
+    let on_pin = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "lm3s", "quantity": "pin1", "op": ">", "threshold": 0.5,
+                   "action": "tool", "tool": "mcu_gpio_write", "arguments": {"pin": 2, "level": 1}}),
+        )
+        .unwrap();
+    // ADC channel 0 is a triangle 0..=3000 mV with a period of 2048 ms.
+    let on_adc = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "lm3s", "quantity": "adc0", "op": ">", "threshold": 2500,
+                   "hysteresis": 1000, "message": "adc0 is high"}),
+        )
+        .unwrap();
+    // A quantity a microcontroller does not have is refused with its path.
+    let bad = rt
+        .call(
+            &s,
+            Via::Direct,
+            "watch_create",
+            json!({"sensor": "lm3s", "quantity": "temperature", "op": ">", "threshold": 1}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(bad.contains("/quantity") && bad.contains("pinN"), "{bad}");
+
+    let _watcher = covo::watch::McuWatcher::spawn(rt.clone());
+    let hw = rt.board().hardware().unwrap();
+    let subscribed = |hw: &covo_hal_tools::hw::Hardware| {
+        hw.with_mcu("lm3s", |l| l.subscription())
+            .ok()
+            .filter(|m| m.pin_change == 0b10 && m.adc_channels == 0b1)
+    };
+    eventually(
+        std::time::Duration::from_secs(10),
+        "the subscription",
+        || subscribed(&hw),
+    );
+    let level = |pin: u8| {
+        rt.call(&s, Via::Direct, "mcu_gpio_read", json!({"pin": pin}))
+            .unwrap()["level"]
+            .clone()
+    };
+    assert_eq!(level(2), 0);
+
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 0, "level": 1}),
+    )
+    .unwrap();
+    eventually(
+        std::time::Duration::from_secs(5),
+        "the pin watch's action",
+        || (level(2) == 1).then_some(()),
+    );
+    let w = watch(&rt, &s, &on_pin["id"]);
+    assert_eq!(w["fired_count"], 1, "{w}");
+    eventually(std::time::Duration::from_secs(5), "the ADC watch", || {
+        (watch(&rt, &s, &on_adc["id"])["fired_count"].as_i64() >= Some(1)).then_some(())
+    });
+
+    // Pin 1 low again re-arms the pin watch. Then the device restarts: the watcher reconnects,
+    // subscribes again (a new handshake clears the device's subscription) and the next change
+    // fires the watch again.
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 0, "level": 0}),
+    )
+    .unwrap();
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 2, "level": 0}),
+    )
+    .unwrap();
+    eventually(
+        std::time::Duration::from_secs(5),
+        "the pin watch to re-arm",
+        || (watch(&rt, &s, &on_pin["id"])["state"] == "armed").then_some(()),
+    );
+    let events = |hw: &covo_hal_tools::hw::Hardware| hw.mcu_status("lm3s").unwrap().1;
+    let before = events(&hw).events;
+    drop(qemu);
+    let qemu = Qemu::start();
+    point(&link, &qemu.pty);
+    // ADC samples (10 a second) flow again only once the new device is subscribed.
+    eventually(
+        std::time::Duration::from_secs(15),
+        "events from the restarted device",
+        || {
+            let stats = events(&hw);
+            (stats.reconnects >= 1 && stats.events >= before + 10).then_some(())
+        },
+    );
+    rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 0, "level": 1}),
+    )
+    .unwrap();
+    eventually(
+        std::time::Duration::from_secs(5),
+        "the pin watch after the restart",
+        || (level(2) == 1).then_some(()),
+    );
+    assert_eq!(watch(&rt, &s, &on_pin["id"])["fired_count"], 2);
     drop(qemu);
 }

@@ -1,14 +1,28 @@
 //! The gateway's side of the microcontroller link: requests with a deadline, retries for
 //! idempotent reads only, stale-frame skipping, resync after garbage (the frame reader drops
 //! everything up to the next delimiter), and reconnection after a reset or re-plug.
+//!
+//! Events: [`McuLink::subscribe`] tells the device what to stream (the subscription is sent
+//! again after every reconnect, since a new handshake clears it on the device). Event frames
+//! that arrive while a request waits for its answer, or during [`McuLink::poll_events`], go
+//! into a queue of at most [`EVENT_QUEUE`] events; beyond it the oldest is dropped and counted
+//! in [`LinkStats::events_dropped`].
 
 use crate::backend::SerialIo;
 use crate::bus::BusError;
 use covo_mcu_protocol::{
-    encode, DeviceError, DeviceInfo, DeviceMessage, FrameReader, Request, RequestBody,
-    ResponseBody, MAX_FRAME, PROTOCOL_VERSION, SCHEMA_HASH,
+    encode, DeviceError, DeviceInfo, DeviceMessage, Event, EventMask, FrameReader, Request,
+    RequestBody, ResponseBody, MAX_FRAME, PROTOCOL_VERSION, SCHEMA_HASH,
 };
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+/// How long [`McuLink::poll_events`] gives a device to shake hands again after the port broke
+/// (a QEMU pty notices a new client only on a 1 s poll; a Pico re-enumerates).
+pub const RECONNECT_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Events held between two reads of the queue; the oldest go first beyond it.
+pub const EVENT_QUEUE: usize = 256;
 
 /// Errors of an MCU call, kept apart: the link versus what the device said.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -42,6 +56,10 @@ pub struct LinkStats {
     pub stale: u64,
     /// Reconnections.
     pub reconnects: u64,
+    /// Events received.
+    pub events: u64,
+    /// Events dropped because the queue was full.
+    pub events_dropped: u64,
 }
 
 /// Opens the port again (after a reset or a re-plug the path may have changed).
@@ -55,6 +73,8 @@ pub struct McuLink {
     seq: u16,
     info: Option<DeviceInfo>,
     stats: LinkStats,
+    subscription: EventMask,
+    events: VecDeque<Event>,
 }
 
 /// How many times an idempotent request is tried.
@@ -70,6 +90,8 @@ impl McuLink {
             seq: 0,
             info: None,
             stats: LinkStats::default(),
+            subscription: EventMask::default(),
+            events: VecDeque::new(),
         };
         link.reopen()?;
         link.handshake(deadline)?;
@@ -81,6 +103,17 @@ impl McuLink {
         self.reader.reset();
         let port = (self.open)().map_err(|e| McuError::Link(e.to_string()))?;
         self.port = Some(port);
+        Ok(())
+    }
+
+    /// Reopens the port, shakes hands and restores the subscription (a handshake clears it).
+    fn reconnect(&mut self, deadline: Duration) -> Result<(), McuError> {
+        self.reopen()?;
+        self.handshake(deadline)?;
+        if self.subscription != EventMask::default() {
+            let events = self.subscription;
+            self.call_once(RequestBody::Subscribe { events }, deadline)?;
+        }
         Ok(())
     }
 
@@ -119,6 +152,63 @@ impl McuLink {
         self.stats
     }
 
+    /// What the device was last asked to stream.
+    pub fn subscription(&self) -> EventMask {
+        self.subscription
+    }
+
+    /// Asks the device to stream `events` (all zero: nothing). Kept and sent again after a
+    /// reconnect. Events of an older subscription still queued are kept.
+    pub fn subscribe(&mut self, events: EventMask, deadline: Duration) -> Result<(), McuError> {
+        self.call(RequestBody::Subscribe { events }, true, deadline)?;
+        self.subscription = events;
+        Ok(())
+    }
+
+    /// Takes the queued events, first reading the port for up to `wait` when none are queued
+    /// (returning as soon as some arrived). A broken port is reopened on the next call; a
+    /// device that is gone is an error, as for a request.
+    pub fn poll_events(&mut self, wait: Duration) -> Result<Vec<Event>, McuError> {
+        if self.events.is_empty() {
+            if self.port.is_none() {
+                self.stats.reconnects += 1;
+                if let Err(e) = self.reconnect(RECONNECT_DEADLINE) {
+                    // Not half open: the next poll starts again from the port.
+                    self.port = None;
+                    return Err(e);
+                }
+            }
+            let until = Instant::now() + wait;
+            let mut rx = [0u8; 256];
+            while self.events.is_empty() && Instant::now() < until {
+                let Some(port) = self.port.as_mut() else {
+                    break;
+                };
+                let n = match port.read(&mut rx) {
+                    Ok(0) => continue,
+                    Ok(n) => n,
+                    Err(e) if transient(&e) => continue,
+                    Err(e) => {
+                        self.port = None;
+                        return Err(McuError::Link(e.to_string()));
+                    }
+                };
+                let mut input: &[u8] = &rx[..n];
+                while let Some(msg) = self.reader.push::<DeviceMessage>(&mut input) {
+                    match msg {
+                        Err(_) => self.stats.bad_frames += 1,
+                        Ok(DeviceMessage::Event(e)) => {
+                            queue_event(&mut self.events, &mut self.stats, e)
+                        }
+                        // An answer nobody waits for any more.
+                        Ok(DeviceMessage::Response(_)) => self.stats.stale += 1,
+                    }
+                }
+            }
+        }
+        Ok(self.events.drain(..).collect())
+    }
+
     /// Sends a request and waits for its answer. Idempotent requests are retried (reconnecting
     /// when the link broke); others are sent once, so an actuator command never runs twice.
     pub fn call(
@@ -134,7 +224,7 @@ impl McuLink {
                 self.stats.retries += 1;
             }
             if self.port.is_none() {
-                if let Err(e) = self.reopen().and_then(|_| self.handshake(deadline)) {
+                if let Err(e) = self.reconnect(deadline) {
                     last = e;
                     self.stats.reconnects += 1;
                     continue;
@@ -185,27 +275,47 @@ impl McuLink {
             let n = match port.read(&mut rx) {
                 Ok(0) => continue,
                 Ok(n) => n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue
-                }
+                Err(e) if transient(&e) => continue,
                 Err(e) => return Err(McuError::Link(e.to_string())),
             };
             let mut input: &[u8] = &rx[..n];
+            let mut answer = None;
+            // Every frame of this read is taken, also after the answer: an event sent right
+            // after it must reach the queue, and the reader keeps a partial frame for later.
             while let Some(msg) = self.reader.push::<DeviceMessage>(&mut input) {
                 match msg {
                     Err(_) => self.stats.bad_frames += 1,
-                    Ok(DeviceMessage::Event(_)) => {}
-                    Ok(DeviceMessage::Response(r)) if r.seq != seq => self.stats.stale += 1,
-                    Ok(DeviceMessage::Response(r)) => return r.body.map_err(McuError::Device),
+                    Ok(DeviceMessage::Event(e)) => {
+                        queue_event(&mut self.events, &mut self.stats, e)
+                    }
+                    Ok(DeviceMessage::Response(r)) if r.seq != seq || answer.is_some() => {
+                        self.stats.stale += 1
+                    }
+                    Ok(DeviceMessage::Response(r)) => answer = Some(r.body),
                 }
+            }
+            if let Some(body) = answer {
+                return body.map_err(McuError::Device);
             }
         }
     }
+}
+
+fn transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Queues an event, dropping the oldest beyond [`EVENT_QUEUE`].
+fn queue_event(queue: &mut VecDeque<Event>, stats: &mut LinkStats, event: Event) {
+    stats.events += 1;
+    if queue.len() == EVENT_QUEUE {
+        queue.pop_front();
+        stats.events_dropped += 1;
+    }
+    queue.push_back(event);
 }

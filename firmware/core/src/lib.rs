@@ -61,6 +61,21 @@ pub trait Board {
     ) -> Result<(), DeviceError>;
 }
 
+/// The byte transport a firmware's main loop drives: USB CDC-ACM on the RP2040, a UART on the
+/// QEMU image. [`Device::step`] is the loop body both share.
+pub trait Link {
+    /// Services the transport (e.g. the USB stack); `false` when nothing can have arrived.
+    fn poll(&mut self) -> bool;
+    /// Moves received bytes into `buf`; 0 when there are none.
+    fn read(&mut self, buf: &mut [u8]) -> usize;
+    /// Sends one whole frame. A transport whose host stopped reading may drop it after a
+    /// bounded wait rather than block the loop.
+    fn write(&mut self, frame: &[u8]);
+}
+
+/// Bytes [`Device::step`] reads from its [`Link`] per pass.
+pub const STEP_READ: usize = 64;
+
 /// A board plus the protocol state: frame reassembly and event subscriptions.
 pub struct Device<B: Board> {
     board: B,
@@ -103,6 +118,21 @@ impl<B: Board> Device<B> {
                 send_response(response, tx);
             }
         }
+    }
+
+    /// One pass of a firmware's main loop: service the link, answer what arrived, then look for
+    /// events. Events are polled on every pass, also when the link had nothing to read: an idle
+    /// host is exactly when a subscribed pin change or ADC sample has to go out. Returns how
+    /// many bytes were read, so a firmware can sleep when it was 0.
+    pub fn step(&mut self, link: &mut impl Link) -> usize {
+        let mut rx = [0u8; STEP_READ];
+        let n = if link.poll() { link.read(&mut rx) } else { 0 };
+        let mut tx = |frame: &[u8]| link.write(frame);
+        if n > 0 {
+            self.on_bytes(&rx[..n], &mut tx);
+        }
+        self.poll(&mut tx);
+        n
     }
 
     /// Call periodically (e.g. every ms) for event streaming (pin changes, periodic ADC).
@@ -284,6 +314,18 @@ impl RegisterFile {
             self.pointer = self.pointer.wrapping_add(1);
         }
     }
+}
+
+/// A USB serial number from a 64-bit unique id (the RP2040's QSPI flash id): 16 upper-case hex
+/// digits, most significant byte first, as `picotool` and the Pico SDK print the board id.
+pub fn serial_number(id: &[u8; 8]) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = [0u8; 16];
+    for (i, byte) in id.iter().enumerate() {
+        out[2 * i] = HEX[(byte >> 4) as usize];
+        out[2 * i + 1] = HEX[(byte & 0xf) as usize];
+    }
+    out
 }
 
 /// Scales a raw conversion to millivolts, saturating.

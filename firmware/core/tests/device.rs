@@ -394,3 +394,96 @@ fn subscribed_pin_changes_and_periodic_adc_stream_as_events() {
     dev.board().advance_ms(500);
     assert_eq!(polled(&mut dev), vec![]);
 }
+
+/// A transport with a host that sends nothing: `poll` never reports data, as `usb.poll`
+/// returns false on an idle USB bus.
+#[derive(Default)]
+struct IdleHost {
+    sent: std::vec::Vec<std::vec::Vec<u8>>,
+    inbox: std::vec::Vec<u8>,
+}
+
+impl covo_mcu_core::Link for IdleHost {
+    fn poll(&mut self) -> bool {
+        !self.inbox.is_empty()
+    }
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        let n = buf.len().min(self.inbox.len());
+        buf[..n].copy_from_slice(&self.inbox[..n]);
+        self.inbox.drain(..n);
+        n
+    }
+    fn write(&mut self, frame: &[u8]) {
+        self.sent.push(frame.to_vec());
+    }
+}
+
+#[test]
+fn the_main_loop_sends_events_while_the_host_is_idle() {
+    let mut dev = device();
+    let mut host = IdleHost::default();
+    let events = EventMask {
+        pin_change: 1 << 3,
+        adc_period_ms: 100,
+        adc_channels: 0b1,
+    };
+    host.inbox = frame(&Request {
+        seq: 1,
+        body: RequestBody::Subscribe { events },
+    });
+    while dev.step(&mut host) > 0 {}
+    let answers: std::vec::Vec<DeviceMessage> = host
+        .sent
+        .drain(..)
+        .map(|mut f| decode(&mut f).unwrap())
+        .collect();
+    assert!(answers.contains(&DeviceMessage::Response(Response {
+        seq: 1,
+        body: Ok(ResponseBody::Done)
+    })));
+
+    // From here on the host sends nothing: every `poll` of the link says "no data".
+    dev.board().set_input(3, Some(true));
+    dev.board().advance_ms(10);
+    assert_eq!(dev.step(&mut host), 0);
+    dev.board().set_input(3, Some(false));
+    dev.board().advance_ms(100);
+    assert_eq!(dev.step(&mut host), 0);
+    let events: std::vec::Vec<DeviceMessage> = host
+        .sent
+        .drain(..)
+        .map(|mut f| decode(&mut f).unwrap())
+        .collect();
+    assert!(
+        events.contains(&DeviceMessage::Event(Event::PinChange {
+            pin: 3,
+            high: false,
+            at_ms: 110
+        })),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            DeviceMessage::Event(Event::Adc {
+                channel: 0,
+                at_ms: 110,
+                ..
+            })
+        )),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn the_usb_serial_number_is_the_unique_id_in_hex() {
+    let s = covo_mcu_core::serial_number(&[0xE6, 0x60, 0x58, 0x38, 0x83, 0x1A, 0x2B, 0x0F]);
+    assert_eq!(std::str::from_utf8(&s).unwrap(), "E6605838831A2B0F");
+    let zero = covo_mcu_core::serial_number(&[0; 8]);
+    assert_eq!(&zero, b"0000000000000000");
+    // Two boards with ids differing in one bit get different serial numbers.
+    assert_ne!(
+        covo_mcu_core::serial_number(&[0, 0, 0, 0, 0, 0, 0, 1]),
+        covo_mcu_core::serial_number(&[0, 0, 0, 0, 0, 0, 0, 0])
+    );
+}

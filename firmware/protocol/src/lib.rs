@@ -13,11 +13,13 @@
 //! - [`encode`] / [`decode`] / [`FrameReader`]: framing.
 //!
 //! # Versioning
-//! Changing any message is a wire break: bump [`PROTOCOL_VERSION`] for incompatible
-//! protocol changes and edit [`SCHEMA`] (which [`SCHEMA_HASH`] is computed from) for any
-//! layout change. The host sends both in [`RequestBody::Hello`]; the device refuses a mismatch
-//! with [`DeviceError::VersionMismatch`] or [`DeviceError::SchemaMismatch`]. The test
-//! `golden_frames_pin_the_wire_format` fails when an encoding changes without the schema.
+//! Changing any message is a wire break: bump [`PROTOCOL_VERSION`] for changes of meaning.
+//! Layout changes need no bookkeeping: [`SCHEMA_HASH`] is derived at compile time from the
+//! message types (`#[derive(Schema)]`, the `postcard-schema` crate) and the capacities. The
+//! host sends both in [`RequestBody::Hello`]; the device refuses a mismatch with
+//! [`DeviceError::VersionMismatch`] or [`DeviceError::SchemaMismatch`], and the host checks the
+//! device's answer the same way. The test `golden_frames_pin_every_message_kind` pins the hash
+//! and one frame of every request, response, error and event, so any change shows in review.
 //!
 //! # Frame layout
 //! ```text
@@ -63,6 +65,8 @@ pub use frame::{decode, encode, FrameError, FrameReader};
 pub use heapless;
 
 use heapless::{String, Vec};
+use postcard_schema::key::hash::fnv1a64::hash_ty_path;
+use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
 /// Protocol version; bump on any incompatible change of message meaning.
@@ -77,36 +81,38 @@ pub const MAX_I2C: usize = 32;
 /// Maximum number of pins a [`DeviceInfo`] can describe.
 pub const MAX_PINS: usize = 32;
 
-/// A textual description of every message layout; [`SCHEMA_HASH`] is its FNV-1a hash.
+/// Capacity of the strings in [`DeviceInfo`].
+pub const NAME_LEN: usize = 16;
+
+/// How frames are built; part of [`SCHEMA_HASH`], since the type schema cannot see it.
+const FRAMING: &str = "cobs(postcard++crc16_ibm_sdlc_le)00";
+
+/// A hash of the whole wire contract, derived from the message types: both ends compare it at
+/// the handshake.
 ///
-/// Edit it (in the same commit) whenever a type below changes shape, order or variants.
-pub const SCHEMA: &str = "covo-mcu v1;\
-Request{seq:u16,body:RequestBody};\
-RequestBody{Hello{version:u8,schema_hash:u64},Ping,Info,GpioMode{pin:u8,mode:PinMode},\
-GpioRead{pin:u8},GpioWrite{pin:u8,high:bool},AdcRead{channel:u8},\
-PwmSet{pin:u8,frequency_hz:u32,duty_permille:u16},\
-I2cTransfer{address:u8,write:Vec<u8,32>,read_len:u8},Subscribe{events:EventMask}};\
-PinMode{Input,InputPullUp,InputPullDown,Output,Pwm,Analog};\
-Response{seq:u16,body:Result<ResponseBody,DeviceError>};\
-ResponseBody{Hello{version:u8,schema_hash:u64,info:DeviceInfo},Pong,Info(DeviceInfo),Done,\
-Level{high:bool},Adc{raw:u16,millivolts:u16},Pwm{frequency_hz:u32,duty_permille:u16},\
-I2c{read:Vec<u8,32>}};\
-DeviceInfo{firmware:String<16>,board:String<16>,uptime_ms:u32,pins:Vec<PinCaps,32>,\
-adc_channels:u8,adc_bits:u8,adc_vref_mv:u16,pwm:bool,i2c:bool};\
-PinCaps{pin:u8,modes:u8};\
-DeviceError{UnknownPin(u8),UnsupportedMode,AdcChannel(u8),PwmRange,I2cNack(u8),I2cBus,TooLong,\
-VersionMismatch{device:u8,host:u8},SchemaMismatch,Busy,Internal};\
-Event{PinChange{pin:u8,high:bool,at_ms:u32},Adc{channel:u8,raw:u16,at_ms:u32}};\
-EventMask{pin_change:u32,adc_period_ms:u16,adc_channels:u8};\
-DeviceMessage{Response(Response),Event(Event)};\
-frame=cobs(postcard++crc16_ibm_sdlc_le)00";
+/// It is the FNV-1a (64-bit) of the `postcard-schema` keys of everything the host sends
+/// ([`Request`]) and everything the device sends ([`DeviceMessage`]: every [`Response`],
+/// [`DeviceInfo`], [`DeviceError`] and [`Event`]), then of what the schema does not describe:
+/// [`PROTOCOL_VERSION`], the capacities ([`MAX_FRAME`], [`MAX_I2C`], [`MAX_PINS`],
+/// [`NAME_LEN`]) and the framing. Any change of a field, variant, name, order or type of any
+/// wire type changes it, with nothing to edit by hand.
+pub const SCHEMA_HASH: u64 = schema_hash();
 
-/// FNV-1a (64-bit) of [`SCHEMA`]: both ends compare it at handshake.
-pub const SCHEMA_HASH: u64 = fnv1a_64(SCHEMA.as_bytes());
+const fn schema_hash() -> u64 {
+    let host = hash_ty_path::<Request>("covo-mcu/host");
+    let device = hash_ty_path::<DeviceMessage>("covo-mcu/device");
+    let mut h = fnv1a_64(0xcbf2_9ce4_8422_2325, &host);
+    h = fnv1a_64(h, &device);
+    h = fnv1a_64(h, &[PROTOCOL_VERSION]);
+    h = fnv1a_64(h, &(MAX_FRAME as u32).to_le_bytes());
+    h = fnv1a_64(h, &(MAX_I2C as u32).to_le_bytes());
+    h = fnv1a_64(h, &(MAX_PINS as u32).to_le_bytes());
+    h = fnv1a_64(h, &(NAME_LEN as u32).to_le_bytes());
+    fnv1a_64(h, FRAMING.as_bytes())
+}
 
-/// 64-bit FNV-1a, usable in const context.
-pub const fn fnv1a_64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+/// 64-bit FNV-1a continued from `hash`, usable in const context.
+const fn fnv1a_64(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {
         hash ^= bytes[i] as u64;
@@ -117,7 +123,7 @@ pub const fn fnv1a_64(bytes: &[u8]) -> u64 {
 }
 
 /// A request from the host; the device answers with a [`Response`] carrying the same `seq`.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq)]
 pub struct Request {
     /// Chosen by the host, echoed by the device.
     pub seq: u16,
@@ -126,7 +132,7 @@ pub struct Request {
 }
 
 /// What a [`Request`] asks the device to do.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq)]
 pub enum RequestBody {
     /// Handshake: the host's protocol version and schema hash, checked by the device.
     Hello {
@@ -189,7 +195,7 @@ pub enum RequestBody {
 }
 
 /// How a pin is configured. [`PinCaps::modes`] is a bitmask of [`PinMode::bit`].
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PinMode {
     /// Floating input.
     Input,
@@ -223,7 +229,7 @@ impl PinMode {
 }
 
 /// The device's answer to one [`Request`].
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq)]
 pub struct Response {
     /// The `seq` of the request answered.
     pub seq: u16,
@@ -232,7 +238,7 @@ pub struct Response {
 }
 
 /// A successful answer.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq)]
 pub enum ResponseBody {
     /// Handshake accepted: the device's version, schema hash and capabilities.
     Hello {
@@ -276,12 +282,12 @@ pub enum ResponseBody {
 }
 
 /// Static capabilities of a device, plus its uptime.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq, Default)]
 pub struct DeviceInfo {
     /// Firmware name and version.
-    pub firmware: String<16>,
+    pub firmware: String<NAME_LEN>,
     /// Board name.
-    pub board: String<16>,
+    pub board: String<NAME_LEN>,
     /// Milliseconds since boot (wraps after ~49 days).
     pub uptime_ms: u32,
     /// Usable pins and their modes.
@@ -299,7 +305,7 @@ pub struct DeviceInfo {
 }
 
 /// One pin and what it can do.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PinCaps {
     /// Board pin number.
     pub pin: u8,
@@ -315,7 +321,7 @@ impl PinCaps {
 }
 
 /// Why the device could not carry out a request. Delivered inside a [`Response`].
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceError {
     /// No such pin on this board.
     UnknownPin(u8),
@@ -347,7 +353,7 @@ pub enum DeviceError {
 }
 
 /// An unsolicited notification enabled by [`RequestBody::Subscribe`].
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// A subscribed pin changed level.
     PinChange {
@@ -370,7 +376,7 @@ pub enum Event {
 }
 
 /// What to stream; the default (all zero) streams nothing.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EventMask {
     /// Bit `n` reports level changes of pin `n`.
     pub pin_change: u32,
@@ -381,7 +387,7 @@ pub struct EventMask {
 }
 
 /// What travels device → host: a response or an event.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Schema, Debug, Clone, PartialEq)]
 pub enum DeviceMessage {
     /// The answer to a request.
     Response(Response),

@@ -265,35 +265,146 @@ fn decoding_as_the_wrong_type_is_an_error_not_a_message() {
     assert!(decode::<DeviceMessage>(frame).is_err());
 }
 
+/// A name for every message kind. The matches have no wildcard, so a new variant does not
+/// compile until it is named here (and then the golden test asks for its frame).
+fn kind_of_request(body: &RequestBody) -> &'static str {
+    match body {
+        RequestBody::Hello { .. } => "request Hello",
+        RequestBody::Ping => "request Ping",
+        RequestBody::Info => "request Info",
+        RequestBody::GpioMode { .. } => "request GpioMode",
+        RequestBody::GpioRead { .. } => "request GpioRead",
+        RequestBody::GpioWrite { .. } => "request GpioWrite",
+        RequestBody::AdcRead { .. } => "request AdcRead",
+        RequestBody::PwmSet { .. } => "request PwmSet",
+        RequestBody::I2cTransfer { .. } => "request I2cTransfer",
+        RequestBody::Subscribe { .. } => "request Subscribe",
+    }
+}
+
+fn kind_of_device_message(msg: &DeviceMessage) -> &'static str {
+    match msg {
+        DeviceMessage::Response(Response { body: Ok(b), .. }) => match b {
+            ResponseBody::Hello { .. } => "response Hello (DeviceInfo, 29 pins)",
+            ResponseBody::Pong => "response Pong",
+            ResponseBody::Info(_) => "response Info (DeviceInfo, 4 pins)",
+            ResponseBody::Done => "response Done",
+            ResponseBody::Level { .. } => "response Level",
+            ResponseBody::Adc { .. } => "response Adc",
+            ResponseBody::Pwm { .. } => "response Pwm",
+            ResponseBody::I2c { .. } => "response I2c",
+        },
+        DeviceMessage::Response(Response { body: Err(e), .. }) => match e {
+            DeviceError::UnknownPin(_) => "error UnknownPin",
+            DeviceError::UnsupportedMode => "error UnsupportedMode",
+            DeviceError::AdcChannel(_) => "error AdcChannel",
+            DeviceError::PwmRange => "error PwmRange",
+            DeviceError::I2cNack(_) => "error I2cNack",
+            DeviceError::I2cBus => "error I2cBus",
+            DeviceError::TooLong => "error TooLong",
+            DeviceError::VersionMismatch { .. } => "error VersionMismatch",
+            DeviceError::SchemaMismatch => "error SchemaMismatch",
+            DeviceError::Busy => "error Busy",
+            DeviceError::Internal => "error Internal",
+        },
+        DeviceMessage::Event(e) => match e {
+            Event::PinChange { .. } => "event PinChange",
+            Event::Adc { .. } => "event Adc",
+        },
+    }
+}
+
+/// Every kind's name, in the order of the golden file.
+const ALL_KINDS: &[&str] = &[
+    "request Hello",
+    "request Ping",
+    "request Info",
+    "request GpioMode",
+    "request GpioRead",
+    "request GpioWrite",
+    "request AdcRead",
+    "request PwmSet",
+    "request I2cTransfer",
+    "request Subscribe",
+    "response Hello (DeviceInfo, 29 pins)",
+    "response Pong",
+    "response Info (DeviceInfo, 4 pins)",
+    "response Done",
+    "response Level",
+    "response Adc",
+    "response Pwm",
+    "response I2c",
+    "error UnknownPin",
+    "error UnsupportedMode",
+    "error AdcChannel",
+    "error PwmRange",
+    "error I2cNack",
+    "error I2cBus",
+    "error TooLong",
+    "error VersionMismatch",
+    "error SchemaMismatch",
+    "error Busy",
+    "error Internal",
+    "event PinChange",
+    "event Adc",
+];
+
 #[test]
-fn golden_frames_pin_the_wire_format() {
-    // If this fails, the wire format changed: edit SCHEMA (and PROTOCOL_VERSION if the change is
-    // incompatible in meaning), then update these bytes.
-    assert_eq!(SCHEMA_HASH, fnv1a_64(SCHEMA.as_bytes()));
+fn golden_frames_pin_every_message_kind() {
+    // If this fails, the wire contract changed. SCHEMA_HASH follows the types by itself, so a
+    // gateway and a firmware built from different contracts refuse each other at the handshake;
+    // bump PROTOCOL_VERSION if the meaning changed too, then rewrite the file with COVO_BLESS=1
+    // and review the diff.
     let mut buf = [0u8; MAX_FRAME];
     let hex = |b: &[u8]| {
         b.iter()
             .map(|x| format!("{x:02x}"))
             .collect::<std::string::String>()
     };
-    let frames: std::vec::Vec<std::string::String> = every_request_body()
-        .into_iter()
-        .map(|body| hex(encode(&Request { seq: 0x1234, body }, &mut buf).unwrap()))
-        .collect();
-    let expected = include_str!("golden_requests.txt");
-    let got = frames.join("\n") + "\n";
+    let mut lines = vec![format!("schema_hash {SCHEMA_HASH:#018x}")];
+    let mut kinds = std::vec::Vec::new();
+    for body in every_request_body() {
+        let kind = kind_of_request(&body);
+        let frame = hex(encode(&Request { seq: 0x1234, body }, &mut buf).unwrap());
+        kinds.push(kind);
+        lines.push(format!("{kind}: {frame}"));
+    }
+    for msg in every_device_message() {
+        let kind = kind_of_device_message(&msg);
+        kinds.push(kind);
+        lines.push(format!("{kind}: {}", hex(encode(&msg, &mut buf).unwrap())));
+    }
+    assert_eq!(kinds, ALL_KINDS, "one golden frame per message kind");
+    let got = lines.join("\n") + "\n";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden_frames.txt");
     if std::env::var_os("COVO_BLESS").is_some() {
-        std::fs::write(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden_requests.txt"),
-            &got,
-        )
-        .unwrap();
+        std::fs::write(path, &got).unwrap();
         return;
     }
+    let expected = include_str!("golden_frames.txt");
     assert_eq!(
         got, expected,
-        "wire format changed: see the comment above (COVO_BLESS=1 rewrites)"
+        "wire contract changed: see the comment above (COVO_BLESS=1 rewrites {path})"
     );
+}
+
+#[test]
+fn a_changed_field_type_changes_the_schema_key() {
+    use postcard_schema::key::hash::fnv1a64::hash_ty_path;
+    use postcard_schema::Schema;
+    // A field whose type changes encodes the same small values identically (varints), so only
+    // the schema sees it: u16 -> u32 here, as in `ResponseBody::Adc`.
+    #[derive(Schema)]
+    #[allow(dead_code)]
+    enum A {
+        Adc { raw: u16, millivolts: u16 },
+    }
+    #[derive(Schema)]
+    #[allow(dead_code)]
+    enum B {
+        Adc { raw: u16, millivolts: u32 },
+    }
+    assert_ne!(hash_ty_path::<A>("p"), hash_ty_path::<B>("p"));
 }
 
 // ---------------------------------------------------------------------------------------------

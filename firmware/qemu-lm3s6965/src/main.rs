@@ -51,24 +51,11 @@ fn main() -> ! {
         env!("CARGO_PKG_VERSION")
     );
 
-    let mut rx = [0u8; 64];
     loop {
-        let mut n = 0;
-        while n < rx.len() {
-            match uart.read() {
-                Some(b) => {
-                    rx[n] = b;
-                    n += 1;
-                }
-                None => break,
-            }
-        }
-        if n > 0 {
-            device.on_bytes(&rx[..n], &mut |bytes: &[u8]| uart.write_all(bytes));
-        }
-        device.poll(&mut |bytes: &[u8]| uart.write_all(bytes));
-        if n == 0 {
+        // The same loop body as the RP2040's: events are polled on every pass.
+        if device.step(&mut uart) == 0 {
             // Interrupts masked, so a byte landing between the check and `wfi` still wakes it.
+            // SysTick wakes it every millisecond for event polling.
             cortex_m::interrupt::free(|_| {
                 uart.listen();
                 if !uart.rx_ready() {

@@ -93,3 +93,27 @@ impl Uart {
         }
     }
 }
+
+impl covo_mcu_core::Link for Uart {
+    fn poll(&mut self) -> bool {
+        self.rx_ready()
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            match Uart::read(self) {
+                Some(b) => {
+                    buf[n] = b;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    fn write(&mut self, frame: &[u8]) {
+        self.write_all(frame);
+    }
+}

@@ -11,11 +11,12 @@ use covo_mcu_core::Board;
 use covo_mcu_protocol::{DeviceError, DeviceInfo, PinCaps, PinMode};
 use embedded_hal::digital::InputPin;
 use embedded_hal::i2c::{Error as _, ErrorKind, I2c};
+use embedded_hal_0_2::adc::OneShot;
 use rp2040_hal::{
     adc::{Adc, AdcPin, TempSense},
     fugit::RateExtU32,
     gpio::{
-        bank0::{Gpio4, Gpio5},
+        bank0::{Gpio26, Gpio27, Gpio28, Gpio4, Gpio5},
         DynFunction, DynPinId, DynPullType, DynSioConfig, FunctionI2C, FunctionNull, Pin, Pins,
         PullNone, PullUp,
     },
@@ -24,7 +25,8 @@ use rp2040_hal::{
 };
 
 type DynPin = Pin<DynPinId, DynFunction, DynPullType>;
-type AnalogPin = AdcPin<Pin<DynPinId, FunctionNull, PullNone>>;
+/// An ADC input, typed by its pin: rp2040-hal 0.11 reads only typed ADC pins.
+type Analog<I> = AdcPin<Pin<I, FunctionNull, PullNone>>;
 type I2c0 = I2C<
     pac::I2C0,
     (
@@ -57,7 +59,7 @@ const GPIO_MODES: u8 = bit(PinMode::Input)
 pub struct Pico {
     gpio: [Option<DynPin>; 26],
     adc: Adc,
-    analog: [AnalogPin; 3],
+    analog: (Analog<Gpio26>, Analog<Gpio27>, Analog<Gpio28>),
     temperature: TempSense,
     pwm: pac::PWM,
     i2c: I2c0,
@@ -89,18 +91,6 @@ impl Pico {
             p.try_set_function(DynFunction::Sio(DynSioConfig::Input))
                 .ok()?;
             Some(p)
-        }
-        fn analog<P: rp2040_hal::gpio::AnyPin>(pin: P) -> AnalogPin
-        where
-            P: Into<rp2040_hal::gpio::Pin<P::Id, P::Function, P::Pull>>,
-            P::Id: rp2040_hal::gpio::ValidFunction<FunctionNull>,
-        {
-            let p = pin
-                .into()
-                .reconfigure::<FunctionNull, PullNone>()
-                .into_dyn_pin();
-            // GPIO 26..=28 are ADC inputs by construction.
-            AdcPin::new(p).ok().unwrap()
         }
 
         let i2c = I2C::i2c0(
@@ -139,11 +129,12 @@ impl Pico {
             None,
             dynamic(pins.gpio25),
         ];
-        let analog = [
-            analog(pins.gpio26),
-            analog(pins.gpio27),
-            analog(pins.gpio28),
-        ];
+        // GPIO 26..=28 are ADC inputs by construction.
+        let analog = (
+            AdcPin::new(pins.gpio26.reconfigure()).ok().unwrap(),
+            AdcPin::new(pins.gpio27.reconfigure()).ok().unwrap(),
+            AdcPin::new(pins.gpio28.reconfigure()).ok().unwrap(),
+        );
         let mut adc = Adc::new(adc, resets);
         let temperature = adc.take_temp_sensor().unwrap();
 
@@ -251,8 +242,10 @@ impl Board for Pico {
 
     fn adc_read(&mut self, channel: u8) -> Result<u16, DeviceError> {
         let r = match channel {
-            0..=2 => self.adc.read(&mut self.analog[channel as usize]),
-            TEMPERATURE_CHANNEL => self.adc.read(&mut self.temperature),
+            0 => OneShot::<_, u16, _>::read(&mut self.adc, &mut self.analog.0),
+            1 => OneShot::<_, u16, _>::read(&mut self.adc, &mut self.analog.1),
+            2 => OneShot::<_, u16, _>::read(&mut self.adc, &mut self.analog.2),
+            TEMPERATURE_CHANNEL => OneShot::<_, u16, _>::read(&mut self.adc, &mut self.temperature),
             _ => return Err(DeviceError::AdcChannel(channel)),
         };
         r.map_err(|_| DeviceError::Internal)

@@ -225,6 +225,8 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
     let mut ticker = tokio::time::interval(poll);
     let mut usage_log: Vec<(usize, Usage)> = Vec::new();
     let sampled = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    // Microcontroller events feed the watches on their own thread (stopped when this returns).
+    let _mcu_events = covo::watch::McuWatcher::spawn(rt.clone());
     let _ = want.try_send(()); // full means a line is already asked for
     loop {
         tokio::select! {

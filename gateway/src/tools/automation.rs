@@ -22,23 +22,35 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let sensor = args["sensor"].as_str().unwrap_or_default();
     let quantity = args["quantity"].as_str().unwrap_or_default();
     let def = cx.board().def();
-    let driver = def
-        .device(sensor)
-        .map(|d| d.driver.clone())
-        .filter(|d| !covo_hal_tools::sensors::quantities(d).is_empty())
-        .ok_or_else(|| {
-            invalid(
-                "/sensor",
-                format!("'{sensor}' is not a declared sensor (sensor_list shows them)"),
-            )
-        })?;
-    let known = covo_hal_tools::sensors::quantities(&driver);
-    if !known.iter().any(|(q, _)| *q == quantity) {
-        let names: Vec<&str> = known.iter().map(|(q, _)| *q).collect();
-        return Err(invalid(
-            "/quantity",
-            format!("'{sensor}' measures {}", names.join(", ")),
-        ));
+    let declared = def.device(sensor);
+    if declared.is_some_and(|d| d.driver == "mcu") {
+        // A microcontroller: its events feed the watch (`watch::McuWatcher`).
+        if crate::watch::McuQuantity::parse(quantity).is_none() {
+            return Err(invalid(
+                "/quantity",
+                format!(
+                    "'{sensor}' is a microcontroller: watch pinN (its level, 0 or 1), adcN (millivolts) or adcN_raw (counts), e.g. pin3 or adc0"
+                ),
+            ));
+        }
+    } else {
+        let driver = declared
+            .map(|d| d.driver.clone())
+            .filter(|d| !covo_hal_tools::sensors::quantities(d).is_empty())
+            .ok_or_else(|| {
+                invalid(
+                    "/sensor",
+                    format!("'{sensor}' is not a declared sensor or microcontroller (sensor_list and mcu_list show them)"),
+                )
+            })?;
+        let known = covo_hal_tools::sensors::quantities(&driver);
+        if !known.iter().any(|(q, _)| *q == quantity) {
+            let names: Vec<&str> = known.iter().map(|(q, _)| *q).collect();
+            return Err(invalid(
+                "/quantity",
+                format!("'{sensor}' measures {}", names.join(", ")),
+            ));
+        }
     }
     let op = Op::parse(args["op"].as_str().unwrap_or_default())
         .ok_or_else(|| invalid("/op", "expected one of > >= < <=".into()))?;
