@@ -48,6 +48,9 @@ pub struct ToolDef {
     pub exec: Exec,
     /// For hardware tools: what a call touches on the board.
     pub access: Option<AccessFn>,
+    /// For local tools that need something of the system (a program, a device): whether it is
+    /// there, with the reason when it is not.
+    pub requires: Option<fn() -> Availability>,
 }
 
 impl ToolDef {
@@ -57,6 +60,7 @@ impl ToolDef {
             spec,
             exec: Exec::Local(exec),
             access: None,
+            requires: None,
         }
     }
 
@@ -66,6 +70,7 @@ impl ToolDef {
             spec,
             exec: Exec::Peer,
             access: None,
+            requires: None,
         }
     }
 
@@ -75,6 +80,7 @@ impl ToolDef {
             spec,
             exec: Exec::Missing,
             access: None,
+            requires: None,
         }
     }
 
@@ -82,6 +88,15 @@ impl ToolDef {
     pub const fn with_access(self, access: AccessFn) -> ToolDef {
         ToolDef {
             access: Some(access),
+            ..self
+        }
+    }
+
+    /// The same tool, available only when `requires` says so (checked each time availability
+    /// is asked, so installing the program makes the tool appear).
+    pub const fn when(self, requires: fn() -> Availability) -> ToolDef {
+        ToolDef {
+            requires: Some(requires),
             ..self
         }
     }
@@ -95,7 +110,7 @@ impl ToolDef {
     /// runtime with a live peer (`Runtime::availability`); on their own they are unavailable.
     pub fn availability(&self) -> Availability {
         match self.exec {
-            Exec::Local(_) => Availability::yes(),
+            Exec::Local(_) => self.requires.map_or_else(Availability::yes, |f| f()),
             Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
         }

@@ -107,9 +107,11 @@ fn smbus_plan(ops: &[Operation<'_>]) -> Result<Vec<Smbus>, String> {
             1 => vec![Smbus::SendByte(w[0])],
             2 => vec![Smbus::WriteByteData(w[0], w[1])],
             n if n <= SMBUS_BLOCK + 1 => vec![Smbus::WriteBlock(w[0], w[1..].to_vec())],
-            n => return Err(format!(
+            n => {
+                return Err(format!(
                 "a {n}-byte write: SMBus writes carry a register and at most {SMBUS_BLOCK} bytes"
-            )),
+            ))
+            }
         },
         [Read(r)] if r.len() == 1 => vec![Smbus::ReceiveByte],
         [Read(r)] => {
