@@ -88,17 +88,16 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// A BM25 index over a fixed set of tools.
-pub struct SearchIndex {
+/// A BM25 index over a fixed set of text documents, with the query expansion `tool_search`
+/// uses: the engine behind `tool_search`, and behind `docs_search` over documentation pages.
+pub struct TextIndex {
     embedder: Embedder,
     scorer: Scorer<usize>,
-    tools: Vec<&'static ToolSpec>,
 }
 
-impl SearchIndex {
-    /// Indexes `tools`.
-    pub fn build(tools: &[&'static ToolSpec]) -> SearchIndex {
-        let docs: Vec<String> = tools.iter().map(|t| document(t)).collect();
+impl TextIndex {
+    /// Indexes `docs`; results name them by position.
+    pub fn build(docs: &[String]) -> TextIndex {
         let corpus: Vec<&str> = docs.iter().map(String::as_str).collect();
         let embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &corpus)
             .b(0.5)
@@ -107,9 +106,35 @@ impl SearchIndex {
         for (i, d) in docs.iter().enumerate() {
             scorer.upsert(&i, embedder.embed(d));
         }
+        TextIndex { embedder, scorer }
+    }
+
+    /// The best `limit` documents for `query` as (position, BM25 score), best first; ties keep
+    /// document order, so the result is deterministic.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
+        let q = expand_query(query);
+        let mut matches = self.scorer.matches(&self.embedder.embed(&q));
+        matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        matches
+            .into_iter()
+            .take(limit)
+            .map(|m| (m.id, m.score))
+            .collect()
+    }
+}
+
+/// A BM25 index over a fixed set of tools.
+pub struct SearchIndex {
+    text: TextIndex,
+    tools: Vec<&'static ToolSpec>,
+}
+
+impl SearchIndex {
+    /// Indexes `tools`.
+    pub fn build(tools: &[&'static ToolSpec]) -> SearchIndex {
+        let docs: Vec<String> = tools.iter().map(|t| document(t)).collect();
         SearchIndex {
-            embedder,
-            scorer,
+            text: TextIndex::build(&docs),
             tools: tools.to_vec(),
         }
     }
@@ -117,15 +142,12 @@ impl SearchIndex {
     /// The best `limit` tools for `query`, best first; ties keep catalog order, so the result is
     /// deterministic.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
-        let q = expand_query(query);
-        let mut matches = self.scorer.matches(&self.embedder.embed(&q));
-        matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        matches
+        self.text
+            .search(query, limit)
             .into_iter()
-            .take(limit)
-            .map(|m| Hit {
-                tool: self.tools[m.id],
-                score: m.score,
+            .map(|(i, score)| Hit {
+                tool: self.tools[i],
+                score,
             })
             .collect()
     }
