@@ -36,12 +36,12 @@ struct Root {
 }
 
 /// The workspace roots, created on first use and opened for this call.
-struct Workspace {
+pub(crate) struct Workspace {
     roots: Vec<Root>,
 }
 
 impl Workspace {
-    fn open(cx: &Cx<'_>) -> Result<Self, CallError> {
+    pub(crate) fn open(cx: &Cx<'_>) -> Result<Self, CallError> {
         let configured = cx.config().fs.roots.clone();
         let configured = if configured.is_empty() {
             vec![cx.home().join("workspace")]
@@ -116,7 +116,7 @@ fn real_prefix(path: &Path) -> Option<PathBuf> {
 
 /// A path inside one root: `rel` is relative to the root's handle, with symlinks resolved and
 /// no `.` or `..` (empty for the root itself).
-struct Target<'w> {
+pub(crate) struct Target<'w> {
     root: &'w Root,
     rel: PathBuf,
 }
@@ -136,12 +136,52 @@ impl Target<'_> {
     }
 
     /// The full path, for results.
-    fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         if self.is_root() {
             self.root.real.display().to_string()
         } else {
             self.root.real.join(&self.rel).display().to_string()
         }
+    }
+
+    /// Writes `bytes` beside the target and renames them over it, both through the folder's
+    /// handle: a crash leaves the old file or the new one, and a swapped folder cannot redirect
+    /// either step. A new file is private to its owner (0600).
+    pub(crate) fn write_atomic(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let name = self
+            .rel
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("not a file name"))?;
+        let dir = self.parent_dir()?;
+        let tmp = format!(".{}.{:016x}.tmp", name.to_string_lossy(), fastrand::u64(..));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        cap_std::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let written = dir.open_with(&tmp, &options).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| dir.rename(&tmp, &dir, name)) {
+            let _ = dir.remove_file(&tmp);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The file's text, through the root's handle.
+    pub(crate) fn read_to_string(&self) -> std::io::Result<String> {
+        self.root.dir.read_to_string(self.arg())
+    }
+
+    /// Removes the file, through the root's handle.
+    pub(crate) fn remove(&self) -> std::io::Result<()> {
+        self.root.dir.remove_file(self.arg())
+    }
+
+    /// Whether this is the root or names a folder.
+    pub(crate) fn is_dir(&self) -> bool {
+        self.is_root() || self.root.dir.metadata(self.arg()).is_ok_and(|m| m.is_dir())
     }
 
     /// The handle of the folder that holds this path, with the folders created if needed.
@@ -158,7 +198,7 @@ impl Target<'_> {
 
 /// Resolves `path` to a place inside a root: the longest existing prefix is resolved beneath the
 /// root's handle (symlinks followed, but never out of the root); the rest must be plain names.
-fn resolve<'w>(
+pub(crate) fn resolve<'w>(
     cx: &Cx<'_>,
     ws: &'w Workspace,
     field: &str,
@@ -216,7 +256,7 @@ fn not_found(path: &str) -> CallError {
 /// An I/O error on `path` as the model sees it: a missing path, a path that led out of its
 /// root (cap-std's refusal carries no OS error code, unlike a real permission error), or a
 /// failure with the system's message.
-fn io_fail(cx: &Cx<'_>, ws: &Workspace, path: &str, e: std::io::Error) -> CallError {
+pub(crate) fn io_fail(cx: &Cx<'_>, ws: &Workspace, path: &str, e: std::io::Error) -> CallError {
     match e.kind() {
         std::io::ErrorKind::NotFound => not_found(path),
         std::io::ErrorKind::PermissionDenied if e.raw_os_error().is_none() => ws.outside(cx, path),
@@ -291,32 +331,16 @@ fn fs_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let p = resolve(cx, &ws, "path", &a.path)?;
     let fail = |e| io_fail(cx, &ws, &a.path, e);
     let is_dir = || cx.fail(format!("{} is a directory", a.path));
-    let name = match p.rel.file_name() {
-        Some(name) if !p.is_root() => name,
-        _ => return Err(is_dir()),
-    };
+    if p.is_root() || p.rel.file_name().is_none() {
+        return Err(is_dir());
+    }
     let existed = match p.root.dir.metadata(&p.rel) {
         Ok(m) if m.is_dir() => return Err(is_dir()),
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(fail(e)),
     };
-    let dir = p.parent_dir().map_err(fail)?;
-    // Write beside the target and rename over it, both through the folder's handle: a crash
-    // leaves the old file or the new one, and a swapped folder cannot redirect either step.
-    let tmp = format!(".{}.{:016x}.tmp", name.to_string_lossy(), fastrand::u64(..));
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    cap_std::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = dir.open_with(&tmp, &options).and_then(|mut f| {
-        f.write_all(a.content.as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| dir.rename(&tmp, &dir, name)) {
-        let _ = dir.remove_file(&tmp);
-        return Err(fail(e));
-    }
+    p.write_atomic(a.content.as_bytes()).map_err(fail)?;
     Ok(json!({
         "path": p.shown(),
         "bytes": a.content.len(),
