@@ -667,26 +667,20 @@ impl PeerLink {
         }
         // One terminal outcome (answer, gone, too large) and at most one resend signal.
         let (tx, rx) = mpsc::sync_channel(2);
-        {
-            let mut st = self.shared.lock();
-            if st.pending.len() >= MAX_PENDING {
-                return Err(ToolError::Failed {
-                    tool: tool.into(),
-                    message: format!(
-                        "too many MQTT calls are waiting for answers (at most {MAX_PENDING})"
-                    ),
-                    hint: Some("try again shortly".into()),
-                });
-            }
-            st.pending.insert(
-                call_id.clone(),
-                Pending {
-                    tx,
-                    tool: tool.into(),
-                    to,
-                    resend_signalled: false,
-                },
-            );
+        let waiting = Pending {
+            tx,
+            tool: tool.into(),
+            to,
+            resend_signalled: false,
+        };
+        if !register(&mut self.shared.lock(), &call_id, waiting) {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: format!(
+                    "too many MQTT calls are waiting for answers (at most {MAX_PENDING})"
+                ),
+                hint: Some("try again shortly".into()),
+            });
         }
         let result = self.wait_answer(&rx, &topic, &response_topic, &call_id, &body, timeout, attempts, tool, &who);
         self.shared.lock().pending.remove(&call_id);
@@ -830,6 +824,15 @@ enum Target<'a> {
     Gateway(&'a str),
 }
 
+/// Registers a waiting call; `false` (and nothing kept) when [`MAX_PENDING`] already wait.
+fn register(st: &mut State, id: &str, p: Pending) -> bool {
+    if st.pending.len() >= MAX_PENDING {
+        return false;
+    }
+    st.pending.insert(id.to_string(), p);
+    true
+}
+
 /// A peer that served `tools` went offline. Each waiting peer call of one of them ends at once
 /// when no live peer serves its tool any more; otherwise its caller is told to send it again
 /// (reads are; a write keeps waiting, as the live peer may be running it).
@@ -949,6 +952,77 @@ fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn waiting(tool: &str, to: Sent) -> (Pending, mpsc::Receiver<Outcome>) {
+        let (tx, rx) = mpsc::sync_channel(2);
+        let p = Pending {
+            tx,
+            tool: tool.into(),
+            to,
+            resend_signalled: false,
+        };
+        (p, rx)
+    }
+
+    #[test]
+    fn waiting_calls_are_bounded_and_a_dead_peer_ends_or_resends_each_once() {
+        let mut st = State::default();
+        let mut rxs = Vec::new();
+        for i in 0..MAX_PENDING {
+            let (p, rx) = waiting("web_fetch", Sent::Peer);
+            assert!(register(&mut st, &format!("c{i}"), p));
+            rxs.push(rx);
+        }
+        let (p, _rx) = waiting("web_fetch", Sent::Peer);
+        assert!(!register(&mut st, "one-too-many", p), "the bound holds");
+        assert_eq!(st.pending.len(), MAX_PENDING);
+
+        // Another live peer serves the tool: each call is told to resend, once, however
+        // many peers go; the channel keeps room for the answer.
+        st.peers.insert("live".into(), vec!["web_fetch".into()]);
+        for dead in ["d1", "d2", "d3"] {
+            peer_gone(&mut st, dead, &["web_fetch".into()]);
+        }
+        assert_eq!(st.pending.len(), MAX_PENDING, "kept: the live peer may answer");
+        for rx in &rxs {
+            assert!(matches!(rx.try_recv(), Ok(Outcome::Resend(p)) if p == "d1"));
+            assert!(rx.try_recv().is_err(), "one resend signal only");
+        }
+        // The last peer goes: every call ends at once, with the reason.
+        st.peers.clear();
+        peer_gone(&mut st, "live", &["web_fetch".into()]);
+        assert!(st.pending.is_empty());
+        for rx in &rxs {
+            match rx.try_recv() {
+                Ok(Outcome::Gone(why)) => assert!(why.contains("'live' went offline"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A swarm call ends when its gateway's Will arrives; others stay.
+        let (p, rx_b) = waiting("sensor_read", Sent::Gateway("b".into()));
+        assert!(register(&mut st, "s1", p));
+        let (p, _rx_c) = waiting("sensor_read", Sent::Gateway("c".into()));
+        assert!(register(&mut st, "s2", p));
+        gateway_gone(&mut st, "b");
+        assert!(matches!(rx_b.try_recv(), Ok(Outcome::Gone(_))));
+        assert_eq!(st.pending.len(), 1);
+    }
+
+    #[test]
+    fn bare_error_kinds_keep_their_kind() {
+        for (kind, want) in [
+            ("invalid_arguments", "invalid_arguments"),
+            ("unknown_tool", "unknown_tool"),
+            ("unavailable", "unavailable"),
+            ("timeout", "timeout"),
+            ("policy_refused", "policy_refused"),
+            ("failed", "failed"),
+            ("odd", "failed"),
+        ] {
+            let e = into_result("t", "a peer", Response::err("c", kind, "why")).unwrap_err();
+            assert_eq!(e.to_json()["error"]["kind"], want, "{kind}");
+        }
+    }
 
     #[test]
     fn a_remote_tool_error_reaches_the_caller_whole() {

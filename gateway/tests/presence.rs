@@ -37,6 +37,18 @@ fn drain(obs: &covo_tests::broker::Raw, quiet: Duration) -> Vec<serde_json::Valu
     got
 }
 
+/// Kills the daemon if the test fails before it stops it (it must not outlive the test).
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Sends SIGTERM and waits for a clean exit.
 fn terminate(mut child: Child) -> String {
     let _ = Command::new("kill")
@@ -92,11 +104,13 @@ fn cli_commands_beside_covo_run_leave_its_presence_alone_and_every_disconnect_is
         "[mqtt]\nurl = \"{}\"\ngateway_id = \"field1\"\n[run]\ntelemetry_secs = 3600\n",
         broker.url()
     );
-    let daemon = covo(dir.path(), &cfg)
-        .args(["run", "--profile", "full"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut daemon = KillOnDrop(Some(
+        covo(dir.path(), &cfg)
+            .args(["run", "--profile", "full"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
     let (birth, _) = status
         .next_on("covo/gateways/field1/status", Duration::from_secs(10))
         .expect("the daemon's birth");
@@ -130,7 +144,7 @@ fn cli_commands_beside_covo_run_leave_its_presence_alone_and_every_disconnect_is
     assert_eq!(clean, up, "every CLI run disconnects cleanly:\n{log}");
 
     // The daemon stops: exactly one `offline`, its own, and no Will after it.
-    terminate(daemon);
+    terminate(daemon.0.take().unwrap());
     let after = drain(&status, Duration::from_millis(1500));
     assert_eq!(
         after,

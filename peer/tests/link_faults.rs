@@ -92,8 +92,18 @@ fn in_process_peer(broker: &Mosquitto, id: &str, host: Arc<dyn ToolHost>) -> Pee
     PeerServer::start(&opts, host).unwrap()
 }
 
+/// A child process killed when dropped (a failing test leaves none behind).
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A real `covo-peer` process serving `web_fetch` (loopback allowed).
-fn covo_peer(broker: &Mosquitto, dir: &std::path::Path, id: &str) -> std::process::Child {
+fn covo_peer(broker: &Mosquitto, dir: &std::path::Path, id: &str) -> Proc {
     let cfg = dir.join(format!("{id}.toml"));
     std::fs::write(
         &cfg,
@@ -104,15 +114,17 @@ fn covo_peer(broker: &Mosquitto, dir: &std::path::Path, id: &str) -> std::proces
         ),
     )
     .unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_covo-peer"))
-        .arg("--config")
-        .arg(&cfg)
-        .env("COVO_HOME", dir.join(format!("home-{id}")))
-        .env_remove("COVO_CONFIG")
-        .env_remove("COVO_MQTT_URL")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+    Proc(
+        std::process::Command::new(env!("CARGO_BIN_EXE_covo-peer"))
+            .arg("--config")
+            .arg(&cfg)
+            .env("COVO_HOME", dir.join(format!("home-{id}")))
+            .env_remove("COVO_CONFIG")
+            .env_remove("COVO_MQTT_URL")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 /// A web page that takes 25 s (the call is still running when its peer dies), and a flag
@@ -156,8 +168,8 @@ fn a_peer_killed_mid_call_fails_the_call_at_once_or_hands_it_to_another_live_pee
     });
     wait_asked(&asked);
     let killed = Instant::now();
-    a.kill().unwrap(); // SIGKILL: no goodbye, the broker sends the Will
-    a.wait().unwrap();
+    a.0.kill().unwrap(); // SIGKILL: no goodbye, the broker sends the Will
+    a.0.wait().unwrap();
     let (r, ended) = caller.join().unwrap();
     let took = ended.duration_since(killed);
     eprintln!("a call failed {took:?} after its only peer was killed (timeout 30 s, read: 60 s before)");
@@ -183,8 +195,8 @@ fn a_peer_killed_mid_call_fails_the_call_at_once_or_hands_it_to_another_live_pee
         std::thread::sleep(Duration::from_millis(20));
     }
     let killed = Instant::now();
-    a.kill().unwrap();
-    a.wait().unwrap();
+    a.0.kill().unwrap();
+    a.0.wait().unwrap();
     let (r, ended) = caller.join().unwrap();
     let took = ended.duration_since(killed);
     eprintln!("a read was answered by the other live peer {took:?} after its peer was killed");
