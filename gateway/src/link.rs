@@ -149,6 +149,9 @@ struct GatewayHandler {
     response_topics: [String; 2],
     partial: Partial,
     presence: Presence,
+    /// The subscriptions of this connection are on their way: publish the one sync message
+    /// when their SUBACK arrives.
+    sync_due: bool,
 }
 
 impl Handler for GatewayHandler {
@@ -170,10 +173,15 @@ impl Handler for GatewayHandler {
             (fs, st.served.clone())
         };
         self.shared.changed.notify_all();
-        for t in subs.into_iter().chain(local) {
-            if let Err(e) = client.try_subscribe(t, QoS::AtLeastOnce) {
-                tracing::warn!(error = %e, "MQTT subscribe failed");
-            }
+        // One SUBSCRIBE for all of them: one SUBACK, after which one sync message follows the
+        // retained births.
+        let filters = subs
+            .into_iter()
+            .chain(local)
+            .map(|t| rumqttc::v5::mqttbytes::v5::Filter::new(t, QoS::AtLeastOnce));
+        match client.try_subscribe_many(filters) {
+            Ok(()) => self.sync_due = true,
+            Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
         }
         if self.presence == Presence::Owner {
             publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
@@ -181,9 +189,12 @@ impl Handler for GatewayHandler {
     }
 
     fn subscribed(&mut self, client: &AsyncClient) {
-        // The broker sends retained messages right after each SUBACK; a message we publish to
-        // ourselves after the last SUBACK comes back after them.
-        let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
+        // The broker sends retained messages right after a SUBACK; a message we publish to
+        // ourselves after it comes back after them. Once per connection: later SUBACKs are
+        // local subscriptions (`subscribe`), which need no sync.
+        if std::mem::take(&mut self.sync_due) {
+            let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
+        }
     }
 
     fn publish(&mut self, _client: &AsyncClient, p: Publish) {
@@ -195,9 +206,16 @@ impl Handler for GatewayHandler {
             let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
             let mut st = self.shared.lock();
             match status {
-                Some(s) if s.is_online() => {
+                Some(s) if s.is_online() && s.version == Some(protocol::VERSION) => {
                     tracing::info!(peer, tools = s.tools.len(), "peer online");
                     st.peers.insert(peer.to_string(), s.tools);
+                }
+                Some(s) if s.is_online() => {
+                    // Another protocol (or none named): its tools are not used.
+                    tracing::warn!(peer, version = ?s.version, want = protocol::VERSION, "peer birth with another protocol version ignored");
+                    if let Some(tools) = st.peers.remove(peer) {
+                        peer_gone(&mut st, peer, &tools);
+                    }
                 }
                 _ => {
                     if let Some(tools) = st.peers.remove(peer) {
@@ -383,6 +401,7 @@ impl PeerLink {
             response_topics: [topics.response(&gateway), topics.swarm_response(&gateway)],
             partial: Partial::default(),
             presence,
+            sync_due: false,
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let limit = PacketLimit::default();
