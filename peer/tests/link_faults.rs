@@ -363,3 +363,77 @@ fn a_peer_that_shuts_down_says_offline_once_and_disconnects_cleanly() {
         .unwrap_or_else(|| panic!("no disconnect logged:\n{log}"));
     assert!(line.ends_with(" disconnected."), "{line}\n{log}");
 }
+
+#[test]
+fn a_birth_of_another_protocol_version_is_ignored_and_a_link_syncs_once_per_connection() {
+    let broker = Mosquitto::start();
+    let sync = raw(broker.port(), "covo/gw1/peer/sync/#");
+    let other = raw(broker.port(), "unused/#");
+    other
+        .client
+        .publish(
+            "covo/peers/future/status",
+            QoS::AtLeastOnce,
+            true,
+            json!({"status": "online", "version": 2, "tools": ["web_fetch"]}).to_string(),
+        )
+        .unwrap();
+    other
+        .client
+        .publish(
+            "covo/peers/unversioned/status",
+            QoS::AtLeastOnce,
+            true,
+            json!({"status": "online", "tools": ["web_search"]}).to_string(),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = runtime(&broker, None);
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_synced(Duration::from_secs(10)));
+    assert!(link.peers().is_empty(), "{:?}", link.peers());
+    let (k, message) = kind(&call(&rt, "web_fetch", json!({"url": "http://x.invalid/"})));
+    assert_eq!(k, "unavailable", "{message}");
+    // More local subscriptions later: still the one sync message of this connection.
+    let _subs: Vec<_> = (0..3)
+        .map(|i| link.subscribe(&format!("extra/{i}")).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let n = sync.rx.try_iter().count();
+    assert_eq!(n, 1, "sync publishes on one connection");
+}
+
+#[test]
+fn covo_peer_stopped_with_sigterm_says_offline_once_and_disconnects_cleanly() {
+    let broker = Mosquitto::start();
+    let status = raw(broker.port(), "covo/peers/term/status");
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = covo_peer(&broker, dir.path(), "term");
+    let (birth, _) = status
+        .next_on("covo/peers/term/status", Duration::from_secs(15))
+        .expect("birth");
+    assert_eq!(birth["status"], "online");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &p.0.id().to_string()])
+        .status();
+    let end = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(s) = p.0.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(Instant::now() < end, "covo-peer did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0));
+    let mut got = Vec::new();
+    while let Ok(m) = status.rx.recv_timeout(Duration::from_millis(1500)) {
+        got.push(serde_json::from_slice::<Value>(&m.payload).unwrap());
+    }
+    assert_eq!(got, vec![json!({"status": "offline"})], "one offline, no Will");
+    let log = broker.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("Client covo-peer-term-"))
+        .unwrap_or_else(|| panic!("no disconnect logged:\n{log}"));
+    assert!(line.ends_with(" disconnected."), "{line}\n{log}");
+}
