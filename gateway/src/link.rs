@@ -280,7 +280,9 @@ impl Handler for GatewayHandler {
                             return;
                         }
                         self.partial.retain(|k| st.pending.contains_key(k));
-                        let n = spec.split_once('/').and_then(|(_, n)| n.parse::<usize>().ok());
+                        let n = spec
+                            .split_once('/')
+                            .and_then(|(_, n)| n.parse::<usize>().ok());
                         if n.is_some_and(|n| n > MAX_CHUNKS) {
                             if let Some(p) = st.pending.remove(id) {
                                 let _ = p.tx.try_send(Outcome::TooLarge(format!(
@@ -701,7 +703,17 @@ impl PeerLink {
                 hint: Some("try again shortly".into()),
             });
         }
-        let result = self.wait_answer(&rx, &topic, &response_topic, &call_id, &body, timeout, attempts, tool, &who);
+        let result = self.wait_answer(
+            &rx,
+            &topic,
+            &response_topic,
+            &call_id,
+            &body,
+            timeout,
+            attempts,
+            tool,
+            &who,
+        );
         self.shared.lock().pending.remove(&call_id);
         result
     }
@@ -759,7 +771,10 @@ impl PeerLink {
                     return Err(ToolError::Failed {
                         tool: tool.into(),
                         message: format!("from {who}: {why}"),
-                        hint: Some("ask for less: a narrower range, fewer items or a smaller output".into()),
+                        hint: Some(
+                            "ask for less: a narrower range, fewer items or a smaller output"
+                                .into(),
+                        ),
                     })
                 }
                 Ok(Outcome::Gone(why)) => {
@@ -777,7 +792,11 @@ impl PeerLink {
                         p.resend_signalled = false;
                     }
                     if sent < attempts {
-                        tracing::info!(tool, peer, "peer went offline during a read; sending it again");
+                        tracing::info!(
+                            tool,
+                            peer,
+                            "peer went offline during a read; sending it again"
+                        );
                         send(&mut sent, &mut deadline)?;
                     }
                 }
@@ -802,7 +821,10 @@ impl PeerLink {
                     });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ToolError::failed(tool, "the MQTT link closed during the call"))
+                    return Err(ToolError::failed(
+                        tool,
+                        "the MQTT link closed during the call",
+                    ))
                 }
             }
         }
@@ -1002,7 +1024,11 @@ mod tests {
         for dead in ["d1", "d2", "d3"] {
             peer_gone(&mut st, dead, &["web_fetch".into()]);
         }
-        assert_eq!(st.pending.len(), MAX_PENDING, "kept: the live peer may answer");
+        assert_eq!(
+            st.pending.len(),
+            MAX_PENDING,
+            "kept: the live peer may answer"
+        );
         for rx in &rxs {
             assert!(matches!(rx.try_recv(), Ok(Outcome::Resend(p)) if p == "d1"));
             assert!(rx.try_recv().is_err(), "one resend signal only");

@@ -132,7 +132,10 @@ fn the_example_peer_from_the_doc_serves_a_tool_to_covo_with_chunked_answers() {
     assert_eq!(gone, serde_json::json!({"status": "offline"}));
     let end = std::time::Instant::now() + Duration::from_secs(5);
     while peer.0.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < end, "the example peer did not exit");
+        assert!(
+            std::time::Instant::now() < end,
+            "the example peer did not exit"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut err = String::new();
@@ -145,11 +148,7 @@ fn the_example_peer_from_the_doc_serves_a_tool_to_covo_with_chunked_answers() {
 fn the_docs_list_of_peer_tools_is_the_catalogs() {
     let from = DOC.find("today:").expect("the list of peer tools");
     let to = from + DOC[from..].find(')').unwrap();
-    let mut listed: Vec<&str> = DOC[from..to]
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .collect();
+    let mut listed: Vec<&str> = DOC[from..to].split('`').skip(1).step_by(2).collect();
     listed.sort();
     let mut peer: Vec<&str> = covo_core::catalog::all()
         .filter(|t| t.runs == covo_core::spec::Runs::Peer)

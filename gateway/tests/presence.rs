@@ -79,8 +79,16 @@ fn clients(log: &str, prefix: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut up = BTreeSet::new();
     let mut clean = BTreeSet::new();
     for line in log.lines() {
-        if let Some(rest) = line.split(" as ").nth(1).filter(|_| line.contains("New client")) {
-            if let Some(id) = rest.split_whitespace().next().filter(|i| i.starts_with(prefix)) {
+        if let Some(rest) = line
+            .split(" as ")
+            .nth(1)
+            .filter(|_| line.contains("New client"))
+        {
+            if let Some(id) = rest
+                .split_whitespace()
+                .next()
+                .filter(|i| i.starts_with(prefix))
+            {
                 up.insert(id.to_string());
             }
         }
@@ -140,7 +148,11 @@ fn cli_commands_beside_covo_run_leave_its_presence_alone_and_every_disconnect_is
     );
     let log = broker.log();
     let (up, clean) = clients(&log, "covo-cli-field1-");
-    assert_eq!(up.len(), 8, "each CLI run has a client id of its own:\n{log}");
+    assert_eq!(
+        up.len(),
+        8,
+        "each CLI run has a client id of its own:\n{log}"
+    );
     assert_eq!(clean, up, "every CLI run disconnects cleanly:\n{log}");
 
     // The daemon stops: exactly one `offline`, its own, and no Will after it.
@@ -159,7 +171,8 @@ fn cli_commands_beside_covo_run_leave_its_presence_alone_and_every_disconnect_is
     let unclean: Vec<&str> = log
         .lines()
         .filter(|l| {
-            l.contains("out of memory") || (l.contains("covo-") && l.contains("closed its connection"))
+            l.contains("out of memory")
+                || (l.contains("covo-") && l.contains("closed its connection"))
         })
         .collect();
     assert!(

@@ -178,7 +178,15 @@ impl Handler for PeerHandler {
                 });
                 let body = serde_json::to_vec(&r).unwrap_or_default();
                 let limit = self.limit.get();
-                return reply(client, res_topic, correlation, &r.call_id, &body, false, limit);
+                return reply(
+                    client,
+                    res_topic,
+                    correlation,
+                    &r.call_id,
+                    &body,
+                    false,
+                    limit,
+                );
             }
             Admit::Drop => return,
         };

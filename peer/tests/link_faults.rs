@@ -48,7 +48,10 @@ fn kind(r: &Result<Value, CallError>) -> (String, String) {
             let j = e.to_json();
             (
                 j["error"]["kind"].as_str().unwrap_or_default().to_string(),
-                j["error"]["message"].as_str().unwrap_or_default().to_string(),
+                j["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )
         }
         other => panic!("not a tool error: {other:?}"),
@@ -172,7 +175,9 @@ fn a_peer_killed_mid_call_fails_the_call_at_once_or_hands_it_to_another_live_pee
     a.0.wait().unwrap();
     let (r, ended) = caller.join().unwrap();
     let took = ended.duration_since(killed);
-    eprintln!("a call failed {took:?} after its only peer was killed (timeout 30 s, read: 60 s before)");
+    eprintln!(
+        "a call failed {took:?} after its only peer was killed (timeout 30 s, read: 60 s before)"
+    );
     let (k, message) = kind(&r);
     assert_eq!(k, "unavailable", "{message}");
     assert!(message.contains("'pa' went offline"), "{message}");
@@ -285,7 +290,10 @@ fn error_kinds_without_detail_and_the_gateways_own_timeout_keep_their_kind() {
     let (k, message) = kind(&r);
     assert_eq!(k, "timeout", "{message}");
     assert!(message.contains("within 800 ms"), "{message}");
-    assert!(t.elapsed() >= Duration::from_millis(1600), "read resent once");
+    assert!(
+        t.elapsed() >= Duration::from_millis(1600),
+        "read resent once"
+    );
 }
 
 #[test]
@@ -429,7 +437,11 @@ fn covo_peer_stopped_with_sigterm_says_offline_once_and_disconnects_cleanly() {
     while let Ok(m) = status.rx.recv_timeout(Duration::from_millis(1500)) {
         got.push(serde_json::from_slice::<Value>(&m.payload).unwrap());
     }
-    assert_eq!(got, vec![json!({"status": "offline"})], "one offline, no Will");
+    assert_eq!(
+        got,
+        vec![json!({"status": "offline"})],
+        "one offline, no Will"
+    );
     let log = broker.log();
     let line = log
         .lines()
