@@ -43,6 +43,13 @@ for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc
            qemu-system-x86_64 busybox make gcc; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
+# paho-mqtt (PyPI) runs the example peer of docs/peer-protocol.md in the gateway's tests.
+if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; then
+  python3 -m pip install --quiet 'paho-mqtt>=2,<3' \
+    || python3 -m pip install --quiet --break-system-packages 'paho-mqtt>=2,<3'
+fi
+python3 -c 'import paho.mqtt.client' \
+  || { echo "run-all: paho-mqtt (python3) is missing and could not be installed" >&2; exit 1; }
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings

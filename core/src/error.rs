@@ -83,6 +83,17 @@ pub enum ToolError {
         /// The id or name that was asked for.
         id: String,
     },
+    /// No answer came in time (a peer or swarm call's deadline passed).
+    #[error("'{tool}' timed out: {message}")]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// What was waited for, and how long.
+        message: String,
+        /// What to try instead, when there is something.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint: Option<String>,
+    },
     /// The tool ran and failed in a way the model can react to.
     #[error("'{tool}' failed: {message}")]
     Failed {

@@ -150,7 +150,8 @@ pub async fn serve(
     let (tx, mut rx) = mpsc::channel::<Message>(crate::link::SUB_QUEUE);
     let mut subs = Vec::new();
     let link = if rt.config().mqtt.is_some() {
-        match rt.peer_link() {
+        // The daemon owns the gateway's presence; CLI commands beside it publish none.
+        match rt.presence_link() {
             Some(l) => Some(l),
             None => {
                 eprintln!("covo run: the MQTT link did not start (see the log); MQTT is off");

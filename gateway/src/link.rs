@@ -8,8 +8,9 @@ use crate::config::MqttConfig;
 use crate::error::ToolError;
 use bytes::Bytes;
 use covo_wire::mqtt::{
-    options, publish_birth, publish_response, spawn_driver, status_will, topic_matches, Handler,
-    Partial, Stop, CHUNK_PROPERTY, DEFAULT_TIMEOUT,
+    options, publish_birth, publish_overhead, publish_response, spawn_driver, status_will,
+    topic_matches, DriverOptions, Handler, PacketLimit, Partial, Stop, CHUNK_PROPERTY,
+    DEFAULT_TIMEOUT, MAX_CHUNKS,
 };
 use covo_wire::protocol::{self, Request, Response, Status, Topics};
 use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
@@ -23,14 +24,57 @@ use std::time::{Duration, Instant};
 
 /// How many messages one local subscription holds before the newest are dropped.
 pub const SUB_QUEUE: usize = 256;
+/// How many calls may wait for their answers at once; more are refused at once.
+pub const MAX_PENDING: usize = 256;
+
+/// Whether this process owns the gateway's presence (`P/gateways/G/status`: its birth, its
+/// `offline`, its Will). Only `covo run` does; a CLI command beside it connects with its own
+/// client id and publishes no status, so it never knocks the daemon offline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Publishes the birth, a clean `offline` and carries the Will (`covo run`).
+    Owner,
+    /// Publishes no status at all (CLI commands, tests, tools).
+    None,
+}
+
+/// Where a call went: to the shared peer group, or to one gateway of the swarm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sent {
+    Peer,
+    Gateway(String),
+}
+
+/// A call waiting for its answer.
+struct Pending {
+    tx: mpsc::SyncSender<Outcome>,
+    tool: String,
+    to: Sent,
+    /// A [`Outcome::Resend`] is queued and not yet read: never queue a second one, so the
+    /// terminal outcome always finds room.
+    resend_signalled: bool,
+}
+
+/// What ends a wait for an answer.
+#[derive(Debug)]
+enum Outcome {
+    /// The answer.
+    Answer(Response),
+    /// The peer or gateway that may be running it went offline and nobody else can: fail now.
+    Gone(String),
+    /// A peer that served the tool went offline but another live one serves it: send again.
+    Resend(String),
+    /// The answer cannot arrive whole (more chunks than allowed).
+    TooLarge(String),
+}
 
 /// The gateway's shared state, written by the poll task and read by callers.
 #[derive(Default)]
 struct State {
     /// Online peers → the tools each serves.
     peers: HashMap<String, Vec<String>>,
-    /// Calls waiting for an answer, by call id.
-    pending: HashMap<String, mpsc::SyncSender<Response>>,
+    /// Calls waiting for an answer, by call id (at most [`MAX_PENDING`]).
+    pending: HashMap<String, Pending>,
     /// Our own sync message came back: the retained births have been delivered.
     synced: bool,
     /// A CONNACK has been seen and no disconnect since.
@@ -104,6 +148,10 @@ struct GatewayHandler {
     /// Where answers to this gateway's calls arrive: peer responses and swarm responses.
     response_topics: [String; 2],
     partial: Partial,
+    presence: Presence,
+    /// The subscriptions of this connection are on their way: publish the one sync message
+    /// when their SUBACK arrives.
+    sync_due: bool,
 }
 
 impl Handler for GatewayHandler {
@@ -125,18 +173,28 @@ impl Handler for GatewayHandler {
             (fs, st.served.clone())
         };
         self.shared.changed.notify_all();
-        for t in subs.into_iter().chain(local) {
-            if let Err(e) = client.try_subscribe(t, QoS::AtLeastOnce) {
-                tracing::warn!(error = %e, "MQTT subscribe failed");
-            }
+        // One SUBSCRIBE for all of them: one SUBACK, after which one sync message follows the
+        // retained births.
+        let filters = subs
+            .into_iter()
+            .chain(local)
+            .map(|t| rumqttc::v5::mqttbytes::v5::Filter::new(t, QoS::AtLeastOnce));
+        match client.try_subscribe_many(filters) {
+            Ok(()) => self.sync_due = true,
+            Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
         }
-        publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
+        if self.presence == Presence::Owner {
+            publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
+        }
     }
 
     fn subscribed(&mut self, client: &AsyncClient) {
-        // The broker sends retained messages right after each SUBACK; a message we publish to
-        // ourselves after the last SUBACK comes back after them.
-        let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
+        // The broker sends retained messages right after a SUBACK; a message we publish to
+        // ourselves after it comes back after them. Once per connection: later SUBACKs are
+        // local subscriptions (`subscribe`), which need no sync.
+        if std::mem::take(&mut self.sync_due) {
+            let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
+        }
     }
 
     fn publish(&mut self, _client: &AsyncClient, p: Publish) {
@@ -148,13 +206,21 @@ impl Handler for GatewayHandler {
             let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
             let mut st = self.shared.lock();
             match status {
-                Some(s) if s.is_online() => {
+                Some(s) if s.is_online() && s.version == Some(protocol::VERSION) => {
                     tracing::info!(peer, tools = s.tools.len(), "peer online");
                     st.peers.insert(peer.to_string(), s.tools);
                 }
+                Some(s) if s.is_online() => {
+                    // Another protocol (or none named): its tools are not used.
+                    tracing::warn!(peer, version = ?s.version, want = protocol::VERSION, "peer birth with another protocol version ignored");
+                    if let Some(tools) = st.peers.remove(peer) {
+                        peer_gone(&mut st, peer, &tools);
+                    }
+                }
                 _ => {
-                    if st.peers.remove(peer).is_some() {
+                    if let Some(tools) = st.peers.remove(peer) {
                         tracing::info!(peer, "peer offline");
+                        peer_gone(&mut st, peer, &tools);
                     }
                 }
             }
@@ -180,6 +246,9 @@ impl Handler for GatewayHandler {
             };
             tracing::info!(gateway = gw, online, "swarm member status");
             let mut st = self.shared.lock();
+            if !online {
+                gateway_gone(&mut st, gw);
+            }
             if p.payload.is_empty() {
                 // A cleared retained status: the gateway is gone for good.
                 st.gateways.remove(gw);
@@ -206,11 +275,23 @@ impl Handler for GatewayHandler {
                 (Some(spec), Some(id)) => {
                     // Chunks are kept only for calls still waiting; the rest are dropped.
                     {
-                        let st = self.shared.lock();
+                        let mut st = self.shared.lock();
                         if !st.pending.contains_key(id) {
                             return;
                         }
                         self.partial.retain(|k| st.pending.contains_key(k));
+                        let n = spec
+                            .split_once('/')
+                            .and_then(|(_, n)| n.parse::<usize>().ok());
+                        if n.is_some_and(|n| n > MAX_CHUNKS) {
+                            if let Some(p) = st.pending.remove(id) {
+                                let _ = p.tx.try_send(Outcome::TooLarge(format!(
+                                    "response too large: it comes in {} chunks, more than the {MAX_CHUNKS} allowed",
+                                    n.unwrap_or(0)
+                                )));
+                            }
+                            return;
+                        }
                     }
                     match self.partial.add(id, &spec, p.payload.clone()) {
                         Some(b) => {
@@ -232,8 +313,8 @@ impl Handler for GatewayHandler {
                 tracing::warn!(call_id = %resp.call_id, "response without matching correlation data dropped");
                 return;
             };
-            if let Some(tx) = self.shared.lock().pending.remove(&id) {
-                let _ = tx.try_send(resp);
+            if let Some(p) = self.shared.lock().pending.remove(&id) {
+                let _ = p.tx.try_send(Outcome::Answer(resp));
             }
         } else {
             let props = p.properties.as_ref();
@@ -279,19 +360,36 @@ pub struct PeerLink {
     topics: Topics,
     gateway: String,
     timeout: Duration,
+    presence: Presence,
+    limit: PacketLimit,
     stop: Mutex<Option<tokio::sync::oneshot::Sender<Stop>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl PeerLink {
-    /// Connects (in the background) with the configuration's broker, id and prefix.
+    /// Connects (in the background) with the configuration's broker, id and prefix, without
+    /// the gateway's presence: it publishes no status and carries no Will (a CLI command).
     pub fn start(cfg: &MqttConfig) -> Result<PeerLink, String> {
+        Self::start_as(cfg, Presence::None)
+    }
+
+    /// Connects like [`PeerLink::start`]; with [`Presence::Owner`] (only `covo run`) it also
+    /// publishes the gateway's retained birth on every CONNACK, carries the `offline` Will and
+    /// publishes `offline` when it closes.
+    pub fn start_as(cfg: &MqttConfig, presence: Presence) -> Result<PeerLink, String> {
         let topics = Topics::new(&cfg.prefix());
         let gateway = cfg.gateway_id();
         let nonce = protocol::new_call_id();
-        let client_id = format!("covo-gw-{gateway}-{}", &nonce[..8]);
+        // Every process has a client id of its own: a second one never takes over the first's
+        // session (a broker drops the older connection on a duplicate id).
+        let role = match presence {
+            Presence::Owner => "gw",
+            Presence::None => "cli",
+        };
+        let client_id = format!("covo-{role}-{gateway}-{}", &nonce[..8]);
         let status = topics.gateway_status(&gateway);
-        let opts = options(&cfg.url(), &cfg.auth(), &client_id, status_will(&status))?;
+        let will = (presence == Presence::Owner).then(|| status_will(&status));
+        let opts = options(&cfg.url(), &cfg.auth(), &client_id, will)?;
         let (client, eventloop) = AsyncClient::new(opts, covo_wire::mqtt::QUEUE);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
@@ -304,17 +402,18 @@ impl PeerLink {
             sync_topic: format!("{}/{gateway}/peer/sync/{nonce}", topics.prefix),
             response_topics: [topics.response(&gateway), topics.swarm_response(&gateway)],
             partial: Partial::default(),
+            presence,
+            sync_due: false,
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let thread = spawn_driver(
-            "covo-mqtt",
-            client.clone(),
-            eventloop,
-            handler,
-            status,
-            stop_rx,
-        )
-        .map_err(|e| e.to_string())?;
+        let limit = PacketLimit::default();
+        let driver = DriverOptions {
+            name: "covo-mqtt".into(),
+            status_topic: (presence == Presence::Owner).then_some(status),
+            limit: limit.clone(),
+        };
+        let thread = spawn_driver(driver, client.clone(), eventloop, handler, stop_rx)
+            .map_err(|e| e.to_string())?;
         Ok(PeerLink {
             client,
             shared,
@@ -324,6 +423,8 @@ impl PeerLink {
                 .call_timeout_ms
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_TIMEOUT),
+            presence,
+            limit,
             stop: Mutex::new(Some(stop_tx)),
             thread: Mutex::new(Some(thread)),
         })
@@ -385,9 +486,28 @@ impl PeerLink {
         qos: QoS,
         retain: bool,
     ) -> Result<(), String> {
+        self.fits(topic, 0, payload.len())?;
         self.client
             .try_publish(topic, qos, retain, payload)
             .map_err(|e| format!("cannot queue the publish: {e}"))
+    }
+
+    /// Whether a publish of `len` payload bytes on `topic` fits the broker's packet limit
+    /// (a larger one would make the client drop the whole connection).
+    fn fits(&self, topic: &str, extra: usize, len: usize) -> Result<(), String> {
+        let limit = self.limit.get() as usize;
+        let size = len + publish_overhead(topic, extra);
+        if size > limit {
+            return Err(format!(
+                "the message is too large: {size} bytes, over the broker's packet limit of {limit} bytes"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether this process owns the gateway's presence (`covo run`).
+    pub fn presence(&self) -> Presence {
+        self.presence
     }
 
     /// Subscribes to `filter`: messages that match it arrive on the receiver until
@@ -480,7 +600,7 @@ impl PeerLink {
             st.served = tools.clone();
             st.connected
         };
-        if connected {
+        if connected && self.presence == Presence::Owner {
             publish_birth(
                 &self.client,
                 &self.topics.gateway_status(&self.gateway),
@@ -522,7 +642,9 @@ impl PeerLink {
             correlation.map(Bytes::from),
             body,
             true,
+            self.limit.get(),
         )
+        .map_err(|e| e.to_string())
     }
 
     fn round_trip(
@@ -535,16 +657,18 @@ impl PeerLink {
     ) -> Result<Value, ToolError> {
         let call_id = protocol::new_call_id();
         let ms = timeout.as_millis() as u64;
-        let (topic, response_topic, who) = match target {
+        let (topic, response_topic, who, to) = match target {
             Target::Peer => (
                 self.topics.request(&self.gateway),
                 self.topics.response(&self.gateway),
                 "a peer".to_string(),
+                Sent::Peer,
             ),
             Target::Gateway(g) => (
                 self.topics.swarm_request(g),
                 self.topics.swarm_response(&self.gateway),
                 format!("gateway '{g}'"),
+                Sent::Gateway(g.to_string()),
             ),
         };
         let req = Request {
@@ -555,52 +679,155 @@ impl PeerLink {
             deadline_ms: ms,
         };
         let body = serde_json::to_vec(&req).map_err(|e| ToolError::failed(tool, e.to_string()))?;
-        for attempt in 1..=attempts {
-            // One answer per call: the entry is removed when it is delivered.
-            let (tx, rx) = mpsc::sync_channel(1);
-            self.shared.lock().pending.insert(call_id.clone(), tx);
+        if let Err(e) = self.fits(&topic, call_id.len() + response_topic.len() + 8, body.len()) {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: format!("request to {who} not sent: {e}"),
+                hint: Some("send less: a smaller input (requests are never chunked)".into()),
+            });
+        }
+        // One terminal outcome (answer, gone, too large) and at most one resend signal.
+        let (tx, rx) = mpsc::sync_channel(2);
+        let waiting = Pending {
+            tx,
+            tool: tool.into(),
+            to,
+            resend_signalled: false,
+        };
+        if !register(&mut self.shared.lock(), &call_id, waiting) {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: format!(
+                    "too many MQTT calls are waiting for answers (at most {MAX_PENDING})"
+                ),
+                hint: Some("try again shortly".into()),
+            });
+        }
+        let result = self.wait_answer(
+            &rx,
+            &topic,
+            &response_topic,
+            &call_id,
+            &body,
+            timeout,
+            attempts,
+            tool,
+            &who,
+        );
+        self.shared.lock().pending.remove(&call_id);
+        result
+    }
+
+    /// Publishes the request (up to `attempts` times, with the same call id) and waits for how
+    /// it ends. A resend happens after a timeout, or at once when a peer that served the tool
+    /// went offline while another live one still serves it.
+    #[allow(clippy::too_many_arguments)]
+    fn wait_answer(
+        &self,
+        rx: &mpsc::Receiver<Outcome>,
+        topic: &str,
+        response_topic: &str,
+        call_id: &str,
+        body: &[u8],
+        timeout: Duration,
+        attempts: u32,
+        tool: &str,
+        who: &str,
+    ) -> Result<Value, ToolError> {
+        let ms = timeout.as_millis() as u64;
+        let mut sent = 0;
+        let mut deadline = Instant::now();
+        let send = |sent: &mut u32, deadline: &mut Instant| -> Result<(), ToolError> {
             let props = PublishProperties {
                 message_expiry_interval: Some(ms.div_ceil(1000).max(1) as u32),
-                response_topic: Some(response_topic.clone()),
-                correlation_data: Some(Bytes::from(call_id.clone().into_bytes())),
+                response_topic: Some(response_topic.to_string()),
+                correlation_data: Some(Bytes::from(call_id.as_bytes().to_vec())),
                 content_type: Some("application/json".into()),
                 ..Default::default()
             };
-            if let Err(e) = self.client.try_publish_with_properties(
-                topic.clone(),
-                QoS::AtLeastOnce,
-                false,
-                body.clone(),
-                props,
-            ) {
-                self.shared.lock().pending.remove(&call_id);
-                return Err(ToolError::Failed {
+            self.client
+                .try_publish_with_properties(
+                    topic.to_string(),
+                    QoS::AtLeastOnce,
+                    false,
+                    body.to_vec(),
+                    props,
+                )
+                .map_err(|e| ToolError::Failed {
                     tool: tool.into(),
                     message: format!("cannot queue the request to {who}: {e}"),
                     hint: Some("too many MQTT calls are in flight; try again shortly".into()),
-                });
-            }
-            match rx.recv_timeout(timeout) {
-                Ok(resp) => return into_result(tool, &who, resp),
-                Err(_) => {
-                    self.shared.lock().pending.remove(&call_id);
-                    tracing::warn!(tool, attempt, to = %who, "MQTT call timed out");
+                })?;
+            *sent += 1;
+            *deadline = Instant::now() + timeout;
+            Ok(())
+        };
+        send(&mut sent, &mut deadline)?;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Outcome::Answer(resp)) => return into_result(tool, who, resp),
+                Ok(Outcome::TooLarge(why)) => {
+                    return Err(ToolError::Failed {
+                        tool: tool.into(),
+                        message: format!("from {who}: {why}"),
+                        hint: Some(
+                            "ask for less: a narrower range, fewer items or a smaller output"
+                                .into(),
+                        ),
+                    })
+                }
+                Ok(Outcome::Gone(why)) => {
+                    return Err(ToolError::Unavailable {
+                        tool: tool.into(),
+                        reason: if attempts > 1 {
+                            why
+                        } else {
+                            format!("{why}; it was sent once and may have run there, so check its effect before calling it again")
+                        },
+                    })
+                }
+                Ok(Outcome::Resend(peer)) => {
+                    if let Some(p) = self.shared.lock().pending.get_mut(call_id) {
+                        p.resend_signalled = false;
+                    }
+                    if sent < attempts {
+                        tracing::info!(
+                            tool,
+                            peer,
+                            "peer went offline during a read; sending it again"
+                        );
+                        send(&mut sent, &mut deadline)?;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    tracing::warn!(tool, attempt = sent, to = %who, "MQTT call timed out");
+                    if sent < attempts {
+                        send(&mut sent, &mut deadline)?;
+                        continue;
+                    }
+                    return Err(ToolError::Timeout {
+                        tool: tool.into(),
+                        message: format!(
+                            "no answer from {who} within {ms} ms{}",
+                            if sent > 1 { " (tried twice)" } else { "" }
+                        ),
+                        hint: Some(if attempts > 1 {
+                            format!("{who} may be busy, offline or slow for this input; try again later or with a smaller request")
+                        } else {
+                            // A write is never resent: it may have run even though its answer was lost.
+                            format!("it was sent once and may have run on {who} although no answer came back; check its effect before calling it again")
+                        }),
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ToolError::failed(
+                        tool,
+                        "the MQTT link closed during the call",
+                    ))
                 }
             }
         }
-        Err(ToolError::Failed {
-            tool: tool.into(),
-            message: format!(
-                "no answer from {who} within {ms} ms{}",
-                if attempts > 1 { " (tried twice)" } else { "" }
-            ),
-            hint: Some(if attempts > 1 {
-                format!("{who} may be busy, offline or slow for this input; try again later or with a smaller request")
-            } else {
-                // A write is never resent: it may have run even though its answer was lost.
-                format!("it was sent once and may have run on {who} although no answer came back; check its effect before calling it again")
-            }),
-        })
     }
 
     /// Publishes `offline` on the status topic and disconnects (the Will is not sent).
@@ -638,6 +865,57 @@ enum Target<'a> {
     Gateway(&'a str),
 }
 
+/// Registers a waiting call; `false` (and nothing kept) when [`MAX_PENDING`] already wait.
+fn register(st: &mut State, id: &str, p: Pending) -> bool {
+    if st.pending.len() >= MAX_PENDING {
+        return false;
+    }
+    st.pending.insert(id.to_string(), p);
+    true
+}
+
+/// A peer that served `tools` went offline. Each waiting peer call of one of them ends at once
+/// when no live peer serves its tool any more; otherwise its caller is told to send it again
+/// (reads are; a write keeps waiting, as the live peer may be running it).
+fn peer_gone(st: &mut State, peer: &str, tools: &[String]) {
+    let hit: Vec<(String, String)> = st
+        .pending
+        .iter()
+        .filter(|(_, p)| p.to == Sent::Peer && tools.contains(&p.tool))
+        .map(|(id, p)| (id.clone(), p.tool.clone()))
+        .collect();
+    for (id, tool) in hit {
+        if serves(st, &tool) {
+            if let Some(p) = st.pending.get_mut(&id) {
+                if !p.resend_signalled && p.tx.try_send(Outcome::Resend(peer.into())).is_ok() {
+                    p.resend_signalled = true;
+                }
+            }
+        } else if let Some(p) = st.pending.remove(&id) {
+            let _ = p.tx.try_send(Outcome::Gone(format!(
+                "peer '{peer}' went offline during the call and no other live peer serves '{tool}'"
+            )));
+        }
+    }
+}
+
+/// Gateway `gw` went offline: its waiting swarm calls end at once.
+fn gateway_gone(st: &mut State, gw: &str) {
+    let hit: Vec<String> = st
+        .pending
+        .iter()
+        .filter(|(_, p)| matches!(&p.to, Sent::Gateway(g) if g == gw))
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in hit {
+        if let Some(p) = st.pending.remove(&id) {
+            let _ = p.tx.try_send(Outcome::Gone(format!(
+                "gateway '{gw}' went offline during the call"
+            )));
+        }
+    }
+}
+
 fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError> {
     if resp.ok {
         return Ok(resp.result.unwrap_or(Value::Null));
@@ -667,16 +945,129 @@ fn into_result(tool: &str, who: &str, resp: Response) -> Result<Value, ToolError
         Some(structured) => return Err(structured),
         None => {}
     }
-    Err(ToolError::Failed {
-        tool: tool.into(),
-        message: format!("on {who} ({}): {}", e.kind, e.message),
-        hint: None,
+    // Another peer sends only a kind and a message: keep the kind.
+    let message = format!("on {who}: {}", e.message);
+    Err(match e.kind.as_str() {
+        "invalid_arguments" => ToolError::InvalidArguments {
+            tool: tool.into(),
+            problems: vec![covo_core::error::ArgProblem {
+                path: String::new(),
+                problem: message,
+            }],
+        },
+        "unknown_tool" => ToolError::UnknownTool {
+            tool: tool.into(),
+            did_you_mean: Vec::new(),
+        },
+        "unavailable" => ToolError::Unavailable {
+            tool: tool.into(),
+            reason: message,
+        },
+        "timeout" => ToolError::Timeout {
+            tool: tool.into(),
+            message,
+            hint: None,
+        },
+        "policy_refused" => ToolError::PolicyRefused {
+            tool: tool.into(),
+            rule: "remote".into(),
+            detail: message,
+        },
+        "approval_denied" => ToolError::ApprovalDenied {
+            tool: tool.into(),
+            detail: message,
+        },
+        "failed" => ToolError::Failed {
+            tool: tool.into(),
+            message,
+            hint: None,
+        },
+        other => ToolError::Failed {
+            tool: tool.into(),
+            message: format!("on {who} ({other}): {}", e.message),
+            hint: None,
+        },
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn waiting(tool: &str, to: Sent) -> (Pending, mpsc::Receiver<Outcome>) {
+        let (tx, rx) = mpsc::sync_channel(2);
+        let p = Pending {
+            tx,
+            tool: tool.into(),
+            to,
+            resend_signalled: false,
+        };
+        (p, rx)
+    }
+
+    #[test]
+    fn waiting_calls_are_bounded_and_a_dead_peer_ends_or_resends_each_once() {
+        let mut st = State::default();
+        let mut rxs = Vec::new();
+        for i in 0..MAX_PENDING {
+            let (p, rx) = waiting("web_fetch", Sent::Peer);
+            assert!(register(&mut st, &format!("c{i}"), p));
+            rxs.push(rx);
+        }
+        let (p, _rx) = waiting("web_fetch", Sent::Peer);
+        assert!(!register(&mut st, "one-too-many", p), "the bound holds");
+        assert_eq!(st.pending.len(), MAX_PENDING);
+
+        // Another live peer serves the tool: each call is told to resend, once, however
+        // many peers go; the channel keeps room for the answer.
+        st.peers.insert("live".into(), vec!["web_fetch".into()]);
+        for dead in ["d1", "d2", "d3"] {
+            peer_gone(&mut st, dead, &["web_fetch".into()]);
+        }
+        assert_eq!(
+            st.pending.len(),
+            MAX_PENDING,
+            "kept: the live peer may answer"
+        );
+        for rx in &rxs {
+            assert!(matches!(rx.try_recv(), Ok(Outcome::Resend(p)) if p == "d1"));
+            assert!(rx.try_recv().is_err(), "one resend signal only");
+        }
+        // The last peer goes: every call ends at once, with the reason.
+        st.peers.clear();
+        peer_gone(&mut st, "live", &["web_fetch".into()]);
+        assert!(st.pending.is_empty());
+        for rx in &rxs {
+            match rx.try_recv() {
+                Ok(Outcome::Gone(why)) => assert!(why.contains("'live' went offline"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A swarm call ends when its gateway's Will arrives; others stay.
+        let (p, rx_b) = waiting("sensor_read", Sent::Gateway("b".into()));
+        assert!(register(&mut st, "s1", p));
+        let (p, _rx_c) = waiting("sensor_read", Sent::Gateway("c".into()));
+        assert!(register(&mut st, "s2", p));
+        gateway_gone(&mut st, "b");
+        assert!(matches!(rx_b.try_recv(), Ok(Outcome::Gone(_))));
+        assert_eq!(st.pending.len(), 1);
+    }
+
+    #[test]
+    fn bare_error_kinds_keep_their_kind() {
+        for (kind, want) in [
+            ("invalid_arguments", "invalid_arguments"),
+            ("unknown_tool", "unknown_tool"),
+            ("unavailable", "unavailable"),
+            ("timeout", "timeout"),
+            ("policy_refused", "policy_refused"),
+            ("failed", "failed"),
+            ("odd", "failed"),
+        ] {
+            let e = into_result("t", "a peer", Response::err("c", kind, "why")).unwrap_err();
+            assert_eq!(e.to_json()["error"]["kind"], want, "{kind}");
+        }
+    }
 
     #[test]
     fn a_remote_tool_error_reaches_the_caller_whole() {

@@ -255,12 +255,31 @@ impl Runtime {
     }
 
     /// The MQTT link to the cloud peers: `None` without `[mqtt]` (or with a bad URL). Started on
-    /// first use, which waits up to 2 s for the retained peer births.
+    /// first use, which waits up to 2 s for the retained peer births. It publishes no gateway
+    /// status: only the daemon owns that ([`Runtime::presence_link`]).
     pub fn peer_link(&self) -> Option<&crate::link::PeerLink> {
+        self.link_as(crate::link::Presence::None)
+    }
+
+    /// The MQTT link, started as the owner of this gateway's presence (its retained birth, its
+    /// `offline` and its Will on `P/gateways/G/status`): for `covo run` only, and before any
+    /// other use of the link.
+    pub fn presence_link(&self) -> Option<&crate::link::PeerLink> {
+        let link = self.link_as(crate::link::Presence::Owner);
+        if let Some(l) = link.filter(|l| l.presence() != crate::link::Presence::Owner) {
+            tracing::warn!(
+                gateway = l.gateway_id(),
+                "the MQTT link started before the daemon: this gateway publishes no status"
+            );
+        }
+        link
+    }
+
+    fn link_as(&self, presence: crate::link::Presence) -> Option<&crate::link::PeerLink> {
         self.peer
             .get_or_init(|| {
                 let cfg = self.config.mqtt.as_ref()?;
-                match crate::link::PeerLink::start(cfg) {
+                match crate::link::PeerLink::start_as(cfg, presence) {
                     Ok(link) => {
                         if !link.wait_synced(PEER_SYNC) {
                             tracing::warn!(

@@ -50,6 +50,24 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let server = PeerServer::start(&opts, std::sync::Arc::new(backends))
         .map_err(anyhow::Error::msg)
         .context("cannot start the peer")?;
-    server.wait();
+    // Ctrl-C or SIGTERM: publish `offline`, drain, DISCONNECT (the broker sends no Will).
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async {
+                    match term.as_mut() {
+                        Some(t) => { t.recv().await; }
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {}
+            }
+        });
+    eprintln!("covo-peer: stopping");
+    server.shutdown();
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,10 @@ use crate::validate::Validators;
 use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
 pub use covo_wire::host::ToolHost;
-use covo_wire::mqtt::{options, spawn_driver, status_will, BrokerAuth, Handler, Stop};
+use covo_wire::mqtt::{
+    chunk_plan, options, spawn_driver, status_will, BrokerAuth, DriverOptions, Handler,
+    PacketLimit, Stop,
+};
 use covo_wire::protocol::{self, ReplyRefused, Response, Status, Topics};
 use rumqttc::v5::mqttbytes::v5::Publish;
 use rumqttc::v5::mqttbytes::QoS;
@@ -77,11 +80,12 @@ struct PeerHandler {
     dedup: Arc<Mutex<Dedup>>,
     validators: Arc<Validators>,
     executed: Arc<std::sync::atomic::AtomicU64>,
+    limit: PacketLimit,
 }
 
 /// Answers on `topic` with `body` (a serialized response to `call_id`). On the poll task
 /// (`may_wait` false) a full queue drops the answer; on a worker thread it waits for room, so
-/// a large chunked answer goes out whole.
+/// a large chunked answer goes out whole. Chunks fit the broker's packet limit `limit`.
 fn reply(
     client: &AsyncClient,
     topic: String,
@@ -89,9 +93,43 @@ fn reply(
     call_id: &str,
     body: &[u8],
     may_wait: bool,
+    limit: u32,
 ) {
-    if let Err(e) = covo_wire::mqtt::publish_response(client, &topic, correlation, body, may_wait) {
+    if let Err(e) =
+        covo_wire::mqtt::publish_response(client, &topic, correlation, body, may_wait, limit)
+    {
         tracing::warn!(error = %e, call_id, "cannot send a peer response");
+    }
+}
+
+/// `resp` as the body to send, or, when it cannot cross the broker in at most `MAX_CHUNKS`
+/// packets, a small `failed` answer that says "response too large" (instead of silence that
+/// the gateway would only see as a timeout).
+fn sendable(
+    resp: Response,
+    tool: &str,
+    topic: &str,
+    correlation_len: usize,
+    limit: u32,
+) -> (Response, Vec<u8>) {
+    let body = serde_json::to_vec(&resp).unwrap_or_default();
+    match chunk_plan(topic, correlation_len, body.len(), limit) {
+        Ok(_) => (resp, body),
+        Err(e) => {
+            tracing::warn!(error = %e, call_id = %resp.call_id, "peer response too large; answering with an error");
+            let err = Response::tool_error(
+                &resp.call_id,
+                &ToolError::Failed {
+                    tool: tool.to_string(),
+                    message: e.to_string(),
+                    hint: Some(
+                        "ask for less: a narrower range, fewer items or a smaller output".into(),
+                    ),
+                },
+            );
+            let body = serde_json::to_vec(&err).unwrap_or_default();
+            (err, body)
+        }
     }
 }
 
@@ -139,7 +177,16 @@ impl Handler for PeerHandler {
                     (!r.call_id.is_empty()).then(|| bytes::Bytes::from(r.call_id.clone()))
                 });
                 let body = serde_json::to_vec(&r).unwrap_or_default();
-                return reply(client, res_topic, correlation, &r.call_id, &body, false);
+                let limit = self.limit.get();
+                return reply(
+                    client,
+                    res_topic,
+                    correlation,
+                    &r.call_id,
+                    &body,
+                    false,
+                    limit,
+                );
             }
             Admit::Drop => return,
         };
@@ -149,6 +196,7 @@ impl Handler for PeerHandler {
         let dedup = self.dedup.clone();
         let validators = self.validators.clone();
         let executed = self.executed.clone();
+        let limit = self.limit.clone();
         let client = client.clone();
         let ms = if req.deadline_ms == 0 {
             30_000
@@ -174,12 +222,21 @@ impl Handler for PeerHandler {
                     Err(e) => Response::tool_error(&req.call_id, &e),
                 }
             };
-            let body = serde_json::to_vec(&resp).unwrap_or_default();
+            let corr_len = correlation.as_ref().map_or(0, |c| c.len());
+            let (resp, body) = sendable(resp, &req.tool, &res_topic, corr_len, limit.get());
             dedup
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .finish(&req.call_id, &resp, body.len());
-            reply(&client, res_topic, correlation, &req.call_id, &body, true);
+            reply(
+                &client,
+                res_topic,
+                correlation,
+                &req.call_id,
+                &body,
+                true,
+                limit.get(),
+            );
         });
     }
 }
@@ -197,9 +254,15 @@ impl PeerServer {
         let topics = Topics::new(&opts.prefix);
         let status = topics.peer_status(&opts.id);
         let client_id = format!("covo-peer-{}-{}", opts.id, &protocol::new_call_id()[..8]);
-        let o = options(&opts.url, &opts.auth, &client_id, status_will(&status))?;
+        let o = options(
+            &opts.url,
+            &opts.auth,
+            &client_id,
+            Some(status_will(&status)),
+        )?;
         let (client, eventloop) = AsyncClient::new(o, covo_wire::mqtt::QUEUE);
         let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let limit = PacketLimit::default();
         let handler = PeerHandler {
             host,
             topics,
@@ -207,10 +270,16 @@ impl PeerServer {
             dedup: Arc::new(Mutex::new(Dedup::default())),
             validators: Arc::new(Validators::default()),
             executed: executed.clone(),
+            limit: limit.clone(),
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let thread = spawn_driver("covo-peer", client, eventloop, handler, status, rx)
-            .map_err(|e| e.to_string())?;
+        let driver = DriverOptions {
+            name: "covo-peer".into(),
+            status_topic: Some(status),
+            limit,
+        };
+        let thread =
+            spawn_driver(driver, client, eventloop, handler, rx).map_err(|e| e.to_string())?;
         Ok(PeerServer {
             stop: Some(tx),
             thread: Some(thread),

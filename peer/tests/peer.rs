@@ -226,7 +226,7 @@ fn a_timeout_is_a_clean_error_reads_are_retried_once_and_writes_never() {
 
     let t = Instant::now();
     match rt.call(&session(), Via::Direct, "plot_series", plot_args()) {
-        Err(CallError::Respond(ToolError::Failed { message, hint, .. })) => {
+        Err(CallError::Respond(ToolError::Timeout { message, hint, .. })) => {
             assert!(
                 message.contains("no answer from a peer within 300 ms"),
                 "{message}"
@@ -250,7 +250,7 @@ fn a_timeout_is_a_clean_error_reads_are_retried_once_and_writes_never() {
         "code_run",
         json!({"language": "shell", "code": "true"}),
     ) {
-        Err(CallError::Respond(ToolError::Failed { message, .. })) => {
+        Err(CallError::Respond(ToolError::Timeout { message, .. })) => {
             assert!(!message.contains("tried twice"), "{message}")
         }
         other => panic!("{other:?}"),
@@ -704,6 +704,7 @@ fn with_broker_passwords_the_right_credentials_connect_and_wrong_ones_say_why() 
     let broker = Mosquitto::start_with(&Setup {
         users: users(),
         tls: false,
+        ..Default::default()
     });
     let (rt, _server, host) = secured(&broker, |_| {});
     let link = rt.peer_link().unwrap();
@@ -737,6 +738,7 @@ fn over_tls_with_the_brokers_ca_calls_round_trip_and_an_untrusted_broker_is_refu
     let broker = Mosquitto::start_with(&Setup {
         users: users(),
         tls: true,
+        ..Default::default()
     });
     assert!(broker.url().starts_with("mqtts://"));
     let (rt, _server, host) = secured(&broker, |_| {});

@@ -101,7 +101,11 @@ fn hammer(
                         assert_eq!(v["key"], format!("{tag}-{i}"), "an answer reached the wrong call");
                         results.lock().unwrap().0 += 1;
                     }
-                    Err(CallError::Respond(ToolError::Failed { .. } | ToolError::Unavailable { .. })) => {
+                    Err(CallError::Respond(
+                        ToolError::Failed { .. }
+                        | ToolError::Unavailable { .. }
+                        | ToolError::Timeout { .. },
+                    )) => {
                         results.lock().unwrap().1 += 1
                     }
                     Err(other) => panic!("not a clean error: {other:?}"),

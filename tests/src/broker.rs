@@ -28,6 +28,9 @@ pub struct Setup {
     pub users: Vec<(String, String)>,
     /// Serve MQTT over TLS only (`mqtts://`), with a certificate for 127.0.0.1.
     pub tls: bool,
+    /// mosquitto's `max_packet_size` (default 2,000,000): a smaller broker limit, which
+    /// mosquitto announces in its CONNACK.
+    pub max_packet_size: Option<u32>,
 }
 
 fn run(cmd: &mut Command) {
@@ -144,7 +147,8 @@ impl Mosquitto {
             let conf = dir.join("mosquitto.conf");
             let mut text = format!(
                 "listener {port} 127.0.0.1\npersistence false\n\
-                 set_tcp_nodelay true\nmax_packet_size 2000000\nlog_dest stderr\n"
+                 set_tcp_nodelay true\nmax_packet_size {}\nlog_dest stderr\n",
+                setup.max_packet_size.unwrap_or(2_000_000)
             );
             if setup.users.is_empty() {
                 text.push_str("allow_anonymous true\n");
@@ -234,6 +238,12 @@ impl Mosquitto {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "mqtts" } else { "mqtt" };
         format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// What mosquitto has logged so far (connections, disconnections and their reasons).
+    pub fn log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.dir.join("mosquitto.log")).unwrap_or_default())
+            .into_owned()
     }
 
     /// The CA certificate (PEM) that signed the broker's certificate, with TLS.

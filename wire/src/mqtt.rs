@@ -31,30 +31,115 @@ pub const MAX_CHUNKS: usize = 128;
 /// The user property that marks a chunk: `"i/n"`, 1-based.
 pub const CHUNK_PROPERTY: &str = "covo-chunk";
 
-/// Publishes a response body with its correlation data: in one message when it fits in
-/// [`CHUNK`] bytes, else as numbered chunks (user property `covo-chunk: i/n`) that the
-/// receiver joins in order of `i`. `may_wait`: when the client's queue is full, wait for room
-/// (only off the poll task); otherwise give up at once.
+/// Why a response could not be queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The body needs more than [`MAX_CHUNKS`] packets of the broker's size.
+    #[error("response too large: {bytes} bytes would need {chunks} chunks of {chunk} bytes (at most {max} chunks; the broker's packet limit is {limit} bytes)", max = MAX_CHUNKS)]
+    TooLarge {
+        /// The body's length.
+        bytes: usize,
+        /// How many chunks it would need.
+        chunks: usize,
+        /// The payload of one chunk.
+        chunk: usize,
+        /// The packet limit in force.
+        limit: u32,
+    },
+    /// The broker's packet limit leaves no room for a payload after the topic and properties.
+    #[error("the broker's packet limit ({limit} bytes) leaves no room for a response on {topic}")]
+    NoRoom {
+        /// The packet limit in force.
+        limit: u32,
+        /// The response topic.
+        topic: String,
+    },
+    /// The client's request queue stayed full.
+    #[error("cannot queue the response: {0}")]
+    Queue(String),
+}
+
+/// The largest packet this client may send now: [`MAX_PACKET`], or less when the broker's
+/// CONNACK says so (MQTT 5 Maximum Packet Size). Shared by the driver, which sets it on every
+/// CONNACK, and the threads that publish responses.
+#[derive(Debug, Clone)]
+pub struct PacketLimit(Arc<std::sync::atomic::AtomicU32>);
+
+impl Default for PacketLimit {
+    fn default() -> Self {
+        PacketLimit(Arc::new(std::sync::atomic::AtomicU32::new(MAX_PACKET)))
+    }
+}
+
+impl PacketLimit {
+    /// The limit in force, in bytes (a whole packet: header, topic, properties and payload).
+    pub fn get(&self) -> u32 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the limit from a CONNACK's Maximum Packet Size (`None`: [`MAX_PACKET`]).
+    pub fn set_from_broker(&self, broker: Option<u32>) {
+        let v = broker.map_or(MAX_PACKET, |b| b.min(MAX_PACKET));
+        self.0.store(v, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Bytes a response PUBLISH spends besides its payload: fixed header, topic, packet id and the
+/// properties (correlation data, content type, the chunk property), with some slack.
+pub fn publish_overhead(topic: &str, correlation_len: usize) -> usize {
+    // 5 fixed header + 2+topic + 2 packet id + 4 property length + 3+correlation
+    // + 3+16 content type + 5+10+7 chunk property = 57; round up.
+    64 + topic.len() + correlation_len
+}
+
+/// How a response body of `len` bytes travels under packet limit `limit`: the payload size of
+/// each message (the whole body when it fits in one) and how many messages.
+pub fn chunk_plan(
+    topic: &str,
+    correlation_len: usize,
+    len: usize,
+    limit: u32,
+) -> Result<(usize, usize), SendError> {
+    let room = (limit as usize).saturating_sub(publish_overhead(topic, correlation_len));
+    let per = room.min(CHUNK);
+    if per < 1024 {
+        return Err(SendError::NoRoom {
+            limit,
+            topic: topic.to_string(),
+        });
+    }
+    let n = len.div_ceil(per).max(1);
+    if n > MAX_CHUNKS {
+        return Err(SendError::TooLarge {
+            bytes: len,
+            chunks: n,
+            chunk: per,
+            limit,
+        });
+    }
+    Ok((per, n))
+}
+
+/// Publishes a response body with its correlation data: in one message when the whole PUBLISH
+/// fits the packet limit `limit` (and the body is at most [`CHUNK`] bytes), else as numbered
+/// chunks (user property `covo-chunk: i/n`), byte slices of the body that the receiver joins
+/// in order of `i`. The split is by size, always: every message fits `limit`. `may_wait`: when
+/// the client's queue is full, wait for room (only off the poll task); otherwise give up at once.
 pub fn publish_response(
     client: &AsyncClient,
     topic: &str,
     correlation: Option<Bytes>,
     body: &[u8],
     may_wait: bool,
-) -> Result<(), String> {
-    let chunks: Vec<&[u8]> = if body.len() <= CHUNK {
+    limit: u32,
+) -> Result<(), SendError> {
+    let corr_len = correlation.as_ref().map_or(0, |c| c.len());
+    let (per, n) = chunk_plan(topic, corr_len, body.len(), limit)?;
+    let chunks: Vec<&[u8]> = if n == 1 {
         vec![body]
     } else {
-        body.chunks(CHUNK).collect()
+        body.chunks(per).collect()
     };
-    let n = chunks.len();
-    if n > MAX_CHUNKS {
-        return Err(format!(
-            "the response is {} bytes, over the {} MiB limit",
-            body.len(),
-            MAX_CHUNKS * CHUNK / (1024 * 1024)
-        ));
-    }
     for (i, c) in chunks.iter().enumerate() {
         let mut props = PublishProperties {
             correlation_data: correlation.clone(),
@@ -80,7 +165,7 @@ pub fn publish_response(
                     std::thread::sleep(Duration::from_millis(5));
                     waited += Duration::from_millis(5);
                 }
-                Err(e) => return Err(format!("cannot queue the response: {e}")),
+                Err(e) => return Err(SendError::Queue(e.to_string())),
             }
         }
     }
@@ -292,12 +377,13 @@ fn tls_config(auth: &BrokerAuth) -> Result<rustls::ClientConfig, String> {
     }
 }
 
-/// Client options shared by both sides: NODELAY, credentials, TLS, packet size, queue, Will.
+/// Client options shared by both sides: NODELAY, credentials, TLS, packet size, queue, and the
+/// Will of a process that owns a presence (`None` for one that publishes no status).
 pub fn options(
     url: &str,
     auth: &BrokerAuth,
     client_id: &str,
-    will: LastWill,
+    will: Option<LastWill>,
 ) -> Result<MqttOptions, String> {
     let addr = parse_url(url)?;
     let mut o = MqttOptions::new(client_id, addr.host, addr.port);
@@ -322,8 +408,10 @@ pub fn options(
         .set_max_packet_size(Some(MAX_PACKET))
         .set_request_channel_capacity(QUEUE)
         .set_outgoing_inflight_upper_limit(MAX_INFLIGHT)
-        .set_connection_timeout(5)
-        .set_last_will(will);
+        .set_connection_timeout(5);
+    if let Some(will) = will {
+        o.set_last_will(will);
+    }
     let mut net = NetworkOptions::new();
     net.set_tcp_nodelay(true);
     net.set_connection_timeout(5);
@@ -352,11 +440,15 @@ pub trait Handler: Send + 'static {
 /// How the driver thread should end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
-    /// Publish `offline` on the status topic, then DISCONNECT.
+    /// Publish `offline` on the status topic (when the process owns one), drain, then
+    /// DISCONNECT and wait for the broker to close: the Will is not sent.
     Graceful,
     /// Drop the socket without DISCONNECT, as a crash would: the broker publishes the Will.
     Crash,
 }
+
+/// How long a graceful stop waits for queued publishes to go out and be acknowledged.
+pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// The exponential backoff with full-range jitter after `failures` failed attempts:
 /// 100 ms, 200 ms, … capped at 10 s, each scaled by a random factor in [0.5, 1].
@@ -367,17 +459,33 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_millis(jittered)
 }
 
+/// What the driver needs besides the client: where the process's presence is published (`None`
+/// when it owns none, like a CLI command beside `covo run`), and the packet limit it keeps up
+/// to date from each CONNACK.
+pub struct DriverOptions {
+    /// The thread's name.
+    pub name: String,
+    /// The retained status topic this process owns, if any.
+    pub status_topic: Option<String>,
+    /// Updated from every CONNACK's Maximum Packet Size.
+    pub limit: PacketLimit,
+}
+
 /// Runs the event loop on a dedicated thread with a current-thread tokio runtime.
 pub fn spawn_driver<H: Handler>(
-    name: &str,
+    opts: DriverOptions,
     client: AsyncClient,
     mut eventloop: EventLoop,
     mut handler: H,
-    status_topic: String,
     stop_rx: tokio::sync::oneshot::Receiver<Stop>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let DriverOptions {
+        name,
+        status_topic,
+        limit,
+    } = opts;
     std::thread::Builder::new()
-        .name(name.into())
+        .name(name)
         .spawn(move || {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -392,18 +500,24 @@ pub fn spawn_driver<H: Handler>(
             rt.block_on(async move {
                 let mut stop_rx = stop_rx;
                 let mut failures = 0u32;
+                let mut up = false;
                 let how = loop {
                     tokio::select! {
                         s = &mut stop_rx => break s.unwrap_or(Stop::Graceful),
                         ev = eventloop.poll() => match ev {
-                            Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                            Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                                 failures = 0;
+                                up = true;
+                                limit.set_from_broker(
+                                    ack.properties.as_ref().and_then(|p| p.max_packet_size),
+                                );
                                 handler.connected(&client);
                             }
                             Ok(Event::Incoming(Packet::SubAck(_))) => handler.subscribed(&client),
                             Ok(Event::Incoming(Packet::Publish(p))) => handler.publish(&client, p),
                             Ok(_) => {}
                             Err(e) => {
+                                up = false;
                                 handler.disconnected(&describe(&e));
                                 failures = failures.saturating_add(1);
                                 let wait = backoff(failures);
@@ -416,23 +530,45 @@ pub fn spawn_driver<H: Handler>(
                         }
                     }
                 };
-                if how == Stop::Graceful {
-                    let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
-                    let _ = client.try_publish(status_topic, QoS::AtLeastOnce, true, body);
-                    let _ = client.try_disconnect();
-                    // Flush the two: poll until the DISCONNECT is out or a second passes.
-                    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                        loop {
-                            match eventloop.poll().await {
-                                Ok(Event::Outgoing(rumqttc::Outgoing::Disconnect)) | Err(_) => break,
-                                Ok(_) => {}
-                            }
-                        }
-                    })
-                    .await;
+                if how == Stop::Graceful && up {
+                    graceful_close(&client, &mut eventloop, status_topic.as_deref()).await;
                 }
             });
         })
+}
+
+/// Ends a connection cleanly: publishes `offline` on the owned status topic, lets the queued
+/// publishes go out and be acknowledged (at most [`DRAIN`]), sends DISCONNECT and reads until
+/// the broker closes its side, so the socket ends with nothing unread (an unread byte makes the
+/// kernel reset the connection, and the broker then treats it as lost and sends the Will).
+async fn graceful_close(client: &AsyncClient, eventloop: &mut EventLoop, status: Option<&str>) {
+    if let Some(topic) = status {
+        let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
+        let _ = client.try_publish(topic, QoS::AtLeastOnce, true, body);
+    }
+    // Drain: poll until nothing new has gone out for a moment and every QoS 1 publish is
+    // acknowledged.
+    let drained = tokio::time::timeout(DRAIN, async {
+        loop {
+            match tokio::time::timeout(Duration::from_millis(30), eventloop.poll()).await {
+                Err(_) if eventloop.state.inflight() == 0 => return true,
+                Err(_) | Ok(Ok(_)) => {}
+                Ok(Err(_)) => return false,
+            }
+        }
+    })
+    .await;
+    if matches!(drained, Ok(false)) {
+        return; // the connection is gone already
+    }
+    if client.try_disconnect().is_err() {
+        return;
+    }
+    // After our DISCONNECT the broker closes the connection: read until it does.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while eventloop.poll().await.is_ok() {}
+    })
+    .await;
 }
 
 /// Whether the MQTT topic filter `filter` (with `+` and `#`) matches `topic`.
@@ -502,7 +638,7 @@ mod tests {
 
     #[test]
     fn auth_and_tls_settings_are_checked() {
-        let will = || status_will("t");
+        let will = || Some(status_will("t"));
         let none = BrokerAuth::default();
         assert!(options("mqtt://h", &none, "c", will()).is_ok());
         let pw_only = BrokerAuth {
