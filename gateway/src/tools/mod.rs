@@ -5,6 +5,7 @@
 pub mod automation;
 pub(crate) mod board;
 pub(crate) mod code_exec;
+pub(crate) mod command;
 pub(crate) mod core;
 pub(crate) mod delegation;
 pub mod discovery;

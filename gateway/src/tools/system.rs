@@ -5,6 +5,7 @@
 //! files copied into `gateway/tests/fixtures/`. The service tools and `reboot` run `systemctl`
 //! and `journalctl`; without them those tools are unavailable with that reason.
 
+use super::command::{find_program, Cmd};
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::ToolDef;
@@ -14,7 +15,6 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// The tools of this family.
@@ -33,8 +33,6 @@ pub const COVO_UNIT: &str = "covo.service";
 const TAIL_BYTES: u64 = 256 * 1024;
 /// How long a `systemctl` or `journalctl` call may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest output kept from one such command.
-const COMMAND_OUTPUT: usize = 64 * 1024;
 
 /// Whether systemd runs this system: `/run/systemd/system` exists (what `sd_booted()` checks)
 /// and `systemctl` is installed.
@@ -46,14 +44,6 @@ fn needs_systemd() -> Availability {
         Some(_) => Availability::yes(),
         None => Availability::no("systemctl is not installed"),
     }
-}
-
-/// A program on `$PATH`, as a shell would find it.
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 // ---- system_info --------------------------------------------------------------------------
@@ -424,9 +414,8 @@ fn unit_name(cx: &Cx<'_>, s: &str) -> Result<String, CallError> {
 fn service_status(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: ServiceArgs = cx.args(args)?;
     let unit = unit_name(cx, &a.service)?;
-    let show = run(
+    let show = Cmd::new("systemctl", COMMAND_TIMEOUT).env("SYSTEMD_PAGER", "").env("SYSTEMD_COLORS", "0").run(
         cx,
-        "systemctl",
         &[
             "show",
             "--no-pager",
@@ -442,11 +431,13 @@ fn service_status(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     }
     if a.lines > 0 {
         let n = a.lines.min(200).to_string();
-        v["log"] = match run(
-            cx,
-            "journalctl",
-            &["--no-pager", "-o", "short-iso", "-n", &n, "-u", &unit],
-        ) {
+        v["log"] = match Cmd::new("journalctl", COMMAND_TIMEOUT)
+            .env("SYSTEMD_PAGER", "")
+            .env("SYSTEMD_COLORS", "0")
+            .run(
+                cx,
+                &["--no-pager", "-o", "short-iso", "-n", &n, "-u", &unit],
+            ) {
             Ok(out) => out.lines().map(str::to_string).collect::<Vec<_>>().into(),
             Err(e) => json!(format!("journal unavailable: {}", e)),
         };
@@ -473,63 +464,6 @@ fn parse_show(text: &str) -> Value {
         "restarts": get("NRestarts").and_then(|p| p.parse::<u32>().ok()),
         "result": get("Result"),
     })
-}
-
-/// Runs a program with a timeout, keeping at most [`COMMAND_OUTPUT`] bytes of its stdout.
-fn run(cx: &Cx<'_>, program: &str, args: &[&str]) -> Result<String, CallError> {
-    let path =
-        find_program(program).ok_or_else(|| cx.fail(format!("{program} is not installed")))?;
-    let mut child = Command::new(path)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .env("SYSTEMD_PAGER", "")
-        .env("SYSTEMD_COLORS", "0")
-        .spawn()
-        .map_err(|e| cx.fail(format!("cannot run {program}: {e}")))?;
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = (&mut out).take(COMMAND_OUTPUT as u64).read_to_end(&mut buf);
-        // Drain the rest so the program never blocks on a full pipe.
-        let _ = std::io::copy(&mut out, &mut std::io::sink());
-        buf
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = (&mut err).take(4096).read_to_end(&mut buf);
-        let _ = std::io::copy(&mut err, &mut std::io::sink());
-        buf
-    });
-    let deadline = std::time::Instant::now() + COMMAND_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(cx.fail(format!(
-                    "{program} did not finish within {} s",
-                    COMMAND_TIMEOUT.as_secs()
-                )));
-            }
-        }
-    };
-    let out = String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned();
-    let err = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-    // `systemctl show` exits 0 for unknown units; other failures are reported.
-    if !status.success() {
-        return Err(cx.fail(format!(
-            "{program} failed ({status}): {}",
-            err.trim().lines().next().unwrap_or("")
-        )));
-    }
-    Ok(out)
 }
 
 // ---- log_tail -----------------------------------------------------------------------------
@@ -575,11 +509,13 @@ fn log_tail(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
                 ));
             }
             let n = if filter.is_some() { 5000 } else { lines }.to_string();
-            let out = run(
-                cx,
-                "journalctl",
-                &["--no-pager", "-o", "short-iso", "-n", &n, "-u", COVO_UNIT],
-            )?;
+            let out = Cmd::new("journalctl", COMMAND_TIMEOUT)
+                .env("SYSTEMD_PAGER", "")
+                .env("SYSTEMD_COLORS", "0")
+                .run(
+                    cx,
+                    &["--no-pager", "-o", "short-iso", "-n", &n, "-u", COVO_UNIT],
+                )?;
             (format!("journal of {COVO_UNIT}"), out)
         }
         Some(f) => {
@@ -663,7 +599,7 @@ fn reboot(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         "service" => &["restart", "--no-block", COVO_UNIT],
         _ => &["reboot"],
     };
-    run(cx, "systemctl", argv)?;
+    Cmd::new("systemctl", COMMAND_TIMEOUT).run(cx, argv)?;
     Ok(json!({
         "target": target,
         "done": if target == "service" {
