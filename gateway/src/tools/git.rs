@@ -104,7 +104,7 @@ fn paths_ok(cx: &Cx<'_>, paths: &[String]) -> Result<(), CallError> {
         return Err(ToolError::invalid(
             cx.tool.name,
             "/paths",
-            &format!("at most {MAX_PATHS} paths"),
+            format!("at most {MAX_PATHS} paths"),
         )
         .into());
     }
