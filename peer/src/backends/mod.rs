@@ -37,6 +37,7 @@ use covo_core::error::ToolError;
 mod code;
 #[cfg(feature = "code-graph")]
 mod graph;
+mod guard;
 mod http;
 mod model;
 mod openai;
