@@ -241,6 +241,26 @@ pub(super) fn redacted(url: &reqwest::Url) -> String {
 /// Headers that may carry a key: never sent on to another host by a redirect.
 const SECRET_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "cookie"];
 
+/// `req` turned into the request a redirect with `status` to `next` asks for: 307 and 308
+/// repeat it; the others make it a GET without a body. Headers that may carry a key are not
+/// sent on to another origin.
+fn redirect(req: &mut Request, status: u16, next: reqwest::Url) {
+    if !matches!(status, 307 | 308) && req.method != reqwest::Method::HEAD {
+        req.method = reqwest::Method::GET;
+        req.body = None;
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+    }
+    let same_origin = next.host_str() == req.url.host_str()
+        && next.port_or_known_default() == req.url.port_or_known_default()
+        && next.scheme() == req.url.scheme();
+    if !same_origin {
+        req.headers
+            .retain(|(k, _)| !SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s)));
+    }
+    req.url = next;
+}
+
 /// Sends `req`, following redirects by hand (at most `guard::MAX_REDIRECTS`): the configured
 /// endpoint's own host is trusted (it may well be a local service), any other host a redirect
 /// names must pass `guard::check` (no loopback, private, link-local or other internal address,
@@ -332,21 +352,7 @@ async fn send_async(
                         format!("{shown}: redirects to an invalid or non-HTTP URL"),
                     )
                 })?;
-            // 307 and 308 repeat the request; the others turn it into a GET without a body.
-            if !matches!(resp.status().as_u16(), 307 | 308) && req.method != reqwest::Method::HEAD {
-                req.method = reqwest::Method::GET;
-                req.body = None;
-                req.headers
-                    .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
-            }
-            let same_origin = next.host_str() == req.url.host_str()
-                && next.port_or_known_default() == req.url.port_or_known_default()
-                && next.scheme() == req.url.scheme();
-            if !same_origin {
-                req.headers
-                    .retain(|(k, _)| !SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s)));
-            }
-            req.url = next;
+            redirect(&mut req, resp.status().as_u16(), next);
             hops += 1;
             continue;
         }
@@ -455,5 +461,46 @@ mod tests {
         let last = seen.last().unwrap();
         assert_eq!((last.method.as_str(), last.path()), ("POST", "/ok"));
         assert_eq!(last.header("Authorization"), Some("Bearer sk-4242"));
+    }
+
+    #[test]
+    fn a_redirect_to_another_origin_sends_no_key_and_a_303_drops_the_body() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let post = || {
+            Request::post_json(
+                url("https://api.example/v1/x"),
+                &serde_json::json!({"a": 1}),
+            )
+            .bearer(Some("sk-1"))
+            .header("X-Api-Key", "k")
+            .header("Accept", "application/json")
+        };
+        let names = |r: &Request| r.headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        // The same origin, 307: all of it again.
+        let mut r = post();
+        redirect(&mut r, 307, url("https://api.example/v2/x"));
+        assert_eq!(r.method, reqwest::Method::POST);
+        assert!(r.body.is_some());
+        assert_eq!(
+            names(&r),
+            ["Content-Type", "Authorization", "X-Api-Key", "Accept"]
+        );
+        // Another host, a port or a scheme: no key.
+        for other in [
+            "https://cdn.example/v1/x",
+            "https://api.example:8443/v1/x",
+            "http://api.example/v1/x",
+        ] {
+            let mut r = post();
+            redirect(&mut r, 308, url(other));
+            assert_eq!(names(&r), ["Content-Type", "Accept"], "{other}");
+            assert_eq!(r.url.as_str(), other);
+        }
+        // 303: a GET without the body or its type.
+        let mut r = post();
+        redirect(&mut r, 303, url("https://api.example/result"));
+        assert_eq!(r.method, reqwest::Method::GET);
+        assert!(r.body.is_none());
+        assert_eq!(names(&r), ["Authorization", "X-Api-Key", "Accept"]);
     }
 }
