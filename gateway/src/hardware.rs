@@ -218,6 +218,23 @@ pub enum Access {
         /// Duty cycle.
         duty: f64,
     },
+    /// One reading of a declared I2C sensor: its driver writes commands to the chip to
+    /// measure (`covo_hal_tools::sensors::footprint`), so it is a write as far as `read_only`
+    /// is concerned, though the bytes are the driver's, never the caller's.
+    SensorMeasure {
+        /// The declared sensor.
+        sensor: String,
+        /// Its driver.
+        driver: String,
+        /// The bus number.
+        bus: Option<u8>,
+        /// The 7-bit address.
+        address: Option<u8>,
+        /// Bytes in the largest single transfer (write or read).
+        bytes: usize,
+        /// What the driver writes to measure.
+        writes: &'static str,
+    },
     /// An I2C transaction through a microcontroller.
     McuI2c {
         /// The MCU device.
@@ -240,6 +257,8 @@ impl Access {
         match self {
             Access::I2cRead { .. } => false,
             Access::McuI2c { writes, .. } => *writes,
+            // A sensor driver writes commands to take a reading.
+            Access::SensorMeasure { .. } => true,
             _ => true,
         }
     }
@@ -281,6 +300,30 @@ impl Board {
                     .find(|s| s.name == *port || s.path.as_deref() == Some(port.as_str()))
                     .map_or(port.as_str(), |s| s.name.as_str());
                 p.check_serial_write(name)
+            }
+            Access::SensorMeasure {
+                sensor,
+                driver,
+                bus,
+                address,
+                bytes,
+                writes,
+            } => {
+                if self.def.policy.read_only {
+                    return Err(Refusal {
+                        rule: "board.read_only",
+                        detail: format!(
+                            "the board policy is read-only, and reading sensor '{sensor}' \
+                             writes to it: the {driver} driver sends {writes} for every reading"
+                        ),
+                    });
+                }
+                match (bus, address) {
+                    (Some(b), Some(a)) => p
+                        .check_i2c_write(*b, *a)
+                        .and_then(|_| p.check_transfer(*bytes)),
+                    _ => p.check_writable(),
+                }
             }
             Access::McuOutput { device, pin } => p.check_mcu_output(device, *pin),
             Access::McuPwm {

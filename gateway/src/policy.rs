@@ -119,9 +119,11 @@ impl Policy for SwarmExpose {
         if call.via != Via::Remote {
             return Ok(());
         }
-        // By default other gateways may read, and a call that writes is not a read whatever
-        // its tool's effect. Tools exposed by name may write.
-        if self.exposes(spec) && (self.expose.is_some() || !writes(call)) {
+        // By default other gateways may read, and a call that writes bytes of its caller's
+        // choosing is not a read whatever its tool's effect. A sensor reading's driver
+        // commands are the tool's own (`Access::SensorMeasure`): other gateways may read
+        // sensors, unless the board or gateway is read-only. Tools exposed by name may write.
+        if self.exposes(spec) && (self.expose.is_some() || !caller_writes(call)) {
             return Ok(());
         }
         Err(Refusal {
@@ -170,6 +172,20 @@ impl Policy for ReadOnly {
                 spec.name,
                 spec.effect.as_str()
             )
+        } else if let Some(Access::SensorMeasure {
+            sensor,
+            driver,
+            writes,
+            ..
+        }) = call
+            .access
+            .iter()
+            .find(|a| matches!(a, Access::SensorMeasure { .. }))
+        {
+            format!(
+                "the gateway is in read-only mode, and reading sensor '{sensor}' writes to it: \
+                 the {driver} driver sends {writes} for every reading"
+            )
         } else if writes(call) {
             format!(
                 "the gateway is in read-only mode and this '{}' call writes to the board",
@@ -188,6 +204,14 @@ impl Policy for ReadOnly {
 /// Whether a call writes to the board (judged by its accesses, not its tool's effect).
 fn writes(call: &ToolInvocation<'_>) -> bool {
     call.access.iter().any(Access::writes)
+}
+
+/// Whether a call writes bytes its caller chose: every write but a sensor driver's own
+/// measurement commands.
+fn caller_writes(call: &ToolInvocation<'_>) -> bool {
+    call.access
+        .iter()
+        .any(|a| a.writes() && !matches!(a, Access::SensorMeasure { .. }))
 }
 
 /// `mqtt_publish` may only publish to topics that match `[mqtt] publish_allow`.

@@ -425,9 +425,27 @@ fn cases() -> Vec<Case> {
             json!({"port": "pico", "text": "AT"}),
             [Refused("serial.allow"), Refused("serial.allow"), RO],
         ),
-        // The display draws over I2C.
-        case("display_text", json!({"lines": ["escape"]}), [Bus, Bus, RO]),
-        case("display_clear", json!({}), [Bus, Bus, RO]),
+        // The display draws over I2C in 17-byte transfers (a control byte and 16 of GDDRAM):
+        // more than the restrictive board's 16.
+        case(
+            "display_text",
+            json!({"lines": ["escape"]}),
+            [Bus, Refused("transfer.max"), RO],
+        ),
+        case(
+            "display_clear",
+            json!({}),
+            [Bus, Refused("transfer.max"), RO],
+        ),
+        // A sensor reading writes the driver's commands (the BME280: a soft reset, its
+        // settings and a forced conversion; the BH1750: power-on and a measurement command),
+        // and the BME280 reads its calibration in one 26-byte transfer.
+        case(
+            "sensor_read",
+            json!({"sensor": "climate"}),
+            [Bus, Refused("transfer.max"), RO],
+        ),
+        case("sensor_read", json!({"sensor": "light"}), [Bus, Bus, RO]),
         // The microcontroller, by declared name and as the board's only one.
         case(
             "mcu_gpio_write",
@@ -740,4 +758,91 @@ fn a_watch_firing_a_write_read_cannot_write_past_the_allowlist() {
         "{:?}",
         sim.i2c_transfers()
     );
+}
+
+/// A sensor reading on a read-only board is refused before its driver writes anything, and
+/// the refusal names the sensor, its driver and what it would have written; the same holds for
+/// the sampler, which calls no tool, and for the gateway-wide read-only switch.
+#[test]
+fn a_sensor_on_a_read_only_board_is_refused_naming_its_driver_and_nothing_is_written() {
+    let (rt, sim) = runtime(read_only());
+    for (sensor, driver, writes) in [
+        ("climate", "bme280", "soft reset"),
+        ("light", "bh1750", "power-on"),
+    ] {
+        let r = rt.call(
+            &session(),
+            Via::Direct,
+            "sensor_read",
+            json!({"sensor": sensor}),
+        );
+        match &r {
+            Err(CallError::Respond(ToolError::PolicyRefused { rule, detail, .. })) => {
+                assert_eq!(rule, "board.read_only");
+                for part in [sensor, driver, writes] {
+                    assert!(detail.contains(part), "{detail}");
+                }
+            }
+            other => panic!("{sensor}: want a read-only refusal, got {other:?}"),
+        }
+    }
+    // The sampler: every sensor due at once.
+    let mut last = std::collections::HashMap::new();
+    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    assert_eq!(sampled.len(), 2, "{sampled:?}");
+    for (name, r) in &sampled {
+        let e = r.as_ref().unwrap_err();
+        assert!(e.contains("board.read_only"), "{name}: {e}");
+    }
+    assert!(sim.i2c_transfers().is_empty(), "{:?}", sim.i2c_transfers());
+    assert_eq!(sim.i2c(1).unwrap().transaction_count(), 0);
+
+    // The gateway-wide switch on a writable board: refused, and the sampler too.
+    let mut config = Config::default();
+    config.policy.read_only = true;
+    let (rt, sim) = runtime_with(BoardDef::sim(), config);
+    let r = rt.call(
+        &session(),
+        Via::Direct,
+        "sensor_read",
+        json!({"sensor": "climate"}),
+    );
+    match &r {
+        Err(CallError::Respond(ToolError::PolicyRefused { rule, detail, .. })) => {
+            assert_eq!(rule, "read_only");
+            assert!(detail.contains("bme280"), "{detail}");
+        }
+        other => panic!("want a read-only refusal, got {other:?}"),
+    }
+    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    assert!(sampled.iter().all(|(_, r)| r.is_err()), "{sampled:?}");
+    assert_eq!(sim.i2c(1).unwrap().transaction_count(), 0);
+}
+
+/// On a writable board the sampler and `sensor_read` read, and other gateways may still read
+/// sensors under the default `[swarm] expose`: a driver's own measurement commands are not
+/// bytes the caller chose.
+#[test]
+fn a_writable_board_reads_sensors_and_other_gateways_may_read_them_by_default() {
+    let (rt, sim) = runtime_with(BoardDef::sim(), Config::default());
+    let r = rt
+        .call(
+            &session(),
+            Via::Remote,
+            "sensor_read",
+            json!({"sensor": "climate"}),
+        )
+        .unwrap();
+    assert_eq!(r["driver"], "bme280");
+    // The soft reset is among what reached the bus.
+    assert!(
+        sim.i2c_transfers()
+            .iter()
+            .any(|t| t.address == 0x76 && t.written == [0xe0, 0xb6]),
+        "{:?}",
+        sim.i2c_transfers()
+    );
+    let mut last = std::collections::HashMap::new();
+    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    assert!(sampled.iter().all(|(_, r)| r.is_ok()), "{sampled:?}");
 }

@@ -16,6 +16,10 @@ pub const MAX_LINES: usize = 6;
 /// Characters per line that fit: 128 px / 6 px.
 pub const MAX_COLUMNS: usize = 21;
 
+/// Bytes in the largest single transfer a draw or clear makes: a control byte and 16 bytes of
+/// GDDRAM (the `ssd1306` crate's chunk); the gateway's policy judges display calls by it.
+pub const MAX_TRANSFER: usize = 17;
+
 /// Why the display could not be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DisplayError {
@@ -126,7 +130,7 @@ pub fn clear<I: I2c<Error = BusError>>(i2c: I, address: u8) -> Result<(), Displa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sensors::tests::MockBus;
+    use crate::sensors::tests::{MockBus, Sizes};
     use embedded_hal_mock::eh1::i2c::{Mock, Transaction as T};
 
     const OLED: u8 = 0x3C;
@@ -167,8 +171,10 @@ mod tests {
         chunk.extend([0u8; 16]);
         expected.extend((0..128 * 64 / 8 / 16).map(|_| T::write(OLED, chunk.clone())));
         let mut mock = Mock::new(&expected);
-        clear(MockBus(mock.clone()), OLED).unwrap();
+        let (bus, largest) = Sizes::new(MockBus(mock.clone()));
+        clear(bus, OLED).unwrap();
         mock.done();
+        assert_eq!(largest.get(), (MAX_TRANSFER, 0));
     }
 
     #[test]

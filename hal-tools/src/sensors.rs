@@ -78,6 +78,53 @@ pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// What one reading by a driver puts on the bus: the largest single write and read, and the
+/// commands it must write. Every driver here writes to take a reading (none can measure by
+/// reading registers alone), so a board that writes nothing cannot read these sensors; the
+/// gateway's policy judges sensor reads by these numbers (`Access::SensorMeasure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// Bytes in the largest single write (a register pointer counts).
+    pub write: usize,
+    /// Bytes in the largest single read.
+    pub read: usize,
+    /// What the driver writes to measure, for people: "a soft reset, ...".
+    pub writes: &'static str,
+}
+
+/// The footprint of `driver`'s reading; `None` for an unknown driver. The unit tests run each
+/// driver through a bus that records its transfers and hold it to exactly these sizes.
+pub fn footprint(driver: &str) -> Option<Footprint> {
+    let (write, read, writes) = match driver {
+        // Register writes are (register, value); calibration is one 26-byte read.
+        "bme280" | "bmp280" => (
+            2,
+            26,
+            "a soft reset, its oversampling and filter settings and a forced-mode conversion",
+        ),
+        "bh1750" => (1, 2, "power-on and a one-time measurement command"),
+        "sht4x" => (1, 6, "a single-shot measurement command"),
+        "sht3x" => (2, 6, "a soft reset and a single-shot measurement command"),
+        "aht20" => (3, 7, "calibration and measurement-trigger commands"),
+        "scd4x" => (
+            2,
+            9,
+            "stop and start periodic measurement and read-out commands",
+        ),
+        "ads1115" => (
+            3,
+            2,
+            "its full-scale setting and a one-shot conversion per input (config register writes)",
+        ),
+        _ => return None,
+    };
+    Some(Footprint {
+        write,
+        read,
+        writes,
+    })
+}
+
 /// Delays by sleeping the thread; drivers wait for conversions with it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StdDelay;
@@ -492,6 +539,85 @@ pub(crate) mod tests {
         }
     }
 
+    /// Forwards to a bus and records the largest single write and read that reached it
+    /// (a write-read's write part and read part count apart, as `Footprint` counts them).
+    pub(crate) struct Sizes<I> {
+        pub(crate) i2c: I,
+        pub(crate) largest: std::rc::Rc<std::cell::Cell<(usize, usize)>>,
+    }
+
+    impl<I> Sizes<I> {
+        pub(crate) fn new(i2c: I) -> (Self, std::rc::Rc<std::cell::Cell<(usize, usize)>>) {
+            let largest = std::rc::Rc::new(std::cell::Cell::new((0, 0)));
+            (
+                Sizes {
+                    i2c,
+                    largest: largest.clone(),
+                },
+                largest,
+            )
+        }
+        fn saw(&self, w: usize, r: usize) {
+            let (a, b) = self.largest.get();
+            self.largest.set((a.max(w), b.max(r)));
+        }
+    }
+
+    impl<I: I2c<Error = BusError>> embedded_hal::i2c::ErrorType for Sizes<I> {
+        type Error = BusError;
+    }
+
+    impl<I: I2c<Error = BusError>> I2c for Sizes<I> {
+        fn read(&mut self, a: u8, buf: &mut [u8]) -> Result<(), BusError> {
+            self.saw(0, buf.len());
+            self.i2c.read(a, buf)
+        }
+        fn write(&mut self, a: u8, bytes: &[u8]) -> Result<(), BusError> {
+            self.saw(bytes.len(), 0);
+            self.i2c.write(a, bytes)
+        }
+        fn write_read(&mut self, a: u8, bytes: &[u8], buf: &mut [u8]) -> Result<(), BusError> {
+            self.saw(bytes.len(), buf.len());
+            self.i2c.write_read(a, bytes, buf)
+        }
+        fn transaction(
+            &mut self,
+            a: u8,
+            ops: &mut [embedded_hal::i2c::Operation<'_>],
+        ) -> Result<(), BusError> {
+            for op in ops.iter() {
+                match op {
+                    embedded_hal::i2c::Operation::Read(b) => self.saw(0, b.len()),
+                    embedded_hal::i2c::Operation::Write(b) => self.saw(b.len(), 0),
+                }
+            }
+            self.i2c.transaction(a, ops)
+        }
+    }
+
+    /// Reads `driver` through a recording bus and holds it to its declared footprint: the
+    /// largest write and read must be exactly what `footprint` says.
+    fn read_sized(driver: &str, mock: &Mock, address: u8) -> Result<Vec<Quantity>, SensorError> {
+        let (bus, largest) = Sizes::new(MockBus(mock.clone()));
+        let q = read_with(driver, bus, address, NoDelay);
+        let fp = footprint(driver).unwrap();
+        assert_eq!(
+            largest.get(),
+            (fp.write, fp.read),
+            "{driver}: the largest write and read on the bus against its footprint"
+        );
+        q
+    }
+
+    #[test]
+    fn every_driver_has_a_footprint_that_writes() {
+        for d in DRIVERS {
+            let fp = footprint(d).unwrap_or_else(|| panic!("{d} has no footprint"));
+            assert!(fp.write > 0 && fp.read > 0 && !fp.writes.is_empty(), "{d}");
+        }
+        assert_eq!(footprint("ssd1306"), None);
+    }
+
     // BME280 (BST-BME280-DS002, table 18)
     const BME: u8 = 0x76;
     const ID: u8 = 0xD0;
@@ -548,7 +674,7 @@ pub(crate) mod tests {
             ),
         ]);
         let mut mock = Mock::new(&expected);
-        let q = read("bme280", MockBus(mock.clone()), BME).unwrap();
+        let q = read_sized("bme280", &mock, BME).unwrap();
         mock.done();
         assert_eq!(q.len(), 3);
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
@@ -591,7 +717,7 @@ pub(crate) mod tests {
             T::write(BH, vec![ONE_TIME_H]),
             T::read(BH, vec![0x01, 0x90]),
         ]);
-        let q = read("bh1750", MockBus(mock.clone()), BH).unwrap();
+        let q = read_sized("bh1750", &mock, BH).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("illuminance", "lux"));
         assert!((q[0].value - 400.0 / 1.2).abs() < 0.01, "{q:?}");
@@ -642,7 +768,7 @@ pub(crate) mod tests {
             T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
             T::read(SHT4X, words(&[raw_t, raw_rh])),
         ]);
-        let q = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap();
+        let q = read_sized("sht4x", &mock, SHT4X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
@@ -715,7 +841,7 @@ pub(crate) mod tests {
             T::read(SHT3X, words(&[raw_t, raw_rh])),
             T::transaction_end(SHT3X),
         ]);
-        let q = read_with("sht3x", MockBus(mock.clone()), SHT3X, NoDelay).unwrap();
+        let q = read_sized("sht3x", &mock, SHT3X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
@@ -779,7 +905,7 @@ pub(crate) mod tests {
             T::read(AHT20, vec![idle]),
             T::read(AHT20, aht20_reading(idle, raw_rh, raw_t)),
         ]);
-        let q = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap();
+        let q = read_sized("aht20", &mock, AHT20).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = raw_t as f64 / (1 << 20) as f64 * 200.0 - 50.0;
@@ -838,7 +964,7 @@ pub(crate) mod tests {
             T::read(SCD4X, words(&[co2, raw_t, raw_rh])),
             T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
         ]);
-        let q = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap();
+        let q = read_sized("scd4x", &mock, SCD4X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].value, q[0].unit), ("co2", 812.0, "ppm"));
         assert_eq!((q[1].name, q[1].unit), ("temperature", "degC"));
@@ -965,7 +1091,7 @@ pub(crate) mod tests {
             ]);
         }
         let mut mock = Mock::new(&expected);
-        let q = read_with("ads1115", MockBus(mock.clone()), ADS1115, NoDelay).unwrap();
+        let q = read_sized("ads1115", &mock, ADS1115).unwrap();
         mock.done();
         let names: Vec<_> = q.iter().map(|q| (q.name, q.unit)).collect();
         assert_eq!(

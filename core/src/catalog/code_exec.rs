@@ -11,7 +11,7 @@ pub static CODE_RUN: ToolSpec = ToolSpec {
         profiles: Profiles::CODING,
         runs: Runs::Peer,
         effect: Effect::Write,
-        description: "Run a Python or shell snippet in the peer's sandbox (time, memory and network limits). Returns stdout, stderr and exit code.",
+        description: "Run a Python or shell snippet on the peer: a time limit (all it started is killed), memory and CPU limits, no network unless asked; sandboxed (read-only system, none of the peer's files) where the peer has bubblewrap. Returns stdout, stderr, exit code and the isolation applied.",
  params: r#"{"type":"object","properties":{"language":{"enum":["python","shell"]},"code":{"type":"string"},"timeout_s":{"type":"integer","minimum":1,"maximum":300,"default":30},"network":{"type":"boolean","default":false}},"required":["language","code"],"additionalProperties":false}"#,
  keywords: "run code python script snippet sandbox execute compute calculate interpreter jupyter cloud",
 };

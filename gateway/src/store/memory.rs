@@ -207,6 +207,7 @@ fn forget(tx: &rusqlite::Transaction<'_>, m: &Memory) -> Result<(), StoreError> 
         turns = s.turns,
         outbox = s.outbox,
         audit = s.audit,
+        other = s.other,
         "forgot a memory"
     );
     Ok(())
@@ -250,5 +251,85 @@ mod tests {
         // ...and after it is closed.
         drop(s);
         assert!(!on_disk(dir.path(), word));
+    }
+
+    /// Every table that can hold a user's or the model's words gets the forgotten text (as
+    /// it is, and inside JSON); after the forget no column of any table holds it, and neither
+    /// does the file.
+    #[test]
+    fn a_forgotten_text_leaves_every_table_that_can_hold_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        let text = "the vault code is quokka 7731";
+        let m = s.store_memory(text, &[], None).unwrap();
+        let at = "2026-01-01T00:00:00Z";
+        let said = format!("remember: {text}, thanks");
+        let json = serde_json::json!({"message": text, "list": [said.clone()]}).to_string();
+        {
+            let c = s.conn();
+            let p = rusqlite::params![said, json, at];
+            for sql in [
+                "INSERT INTO conversations (id, title, created_at) VALUES ('c1', ?1, ?3)",
+                "INSERT INTO turns (conversation_id, seq, role, content, at) VALUES ('c1', 1, 'user', ?1, ?3)",
+                "INSERT INTO outbox (at, session, channel, text, delivered, error) VALUES (?3, 's', 'cli', ?1, 0, ?1)",
+                "INSERT INTO audit (at, session, via, tool, args, outcome, detail, micros) VALUES (?3, 's', 'direct', 'notify', ?2, 'failed', ?1, 1)",
+                "INSERT INTO todos (session, position, content, status, updated_at) VALUES ('s', 0, ?1, 'pending', ?3)",
+                "INSERT INTO plans (session, steps, note, mode, updated_at) VALUES ('s', ?2, ?1, 'planning', ?3)",
+                "INSERT INTO goals (id, title, success_criterion, created_at, updated_at) VALUES (1, ?1, ?1, ?3, ?3)",
+                "INSERT INTO goal_notes (goal_id, at, note) VALUES (1, ?3, ?1)",
+                "INSERT INTO kanban_cards (board, column_name, title, note, created_at, updated_at) VALUES ('b', 'todo', ?1, ?1, ?3, ?3)",
+                "INSERT INTO schedules (name, session, channel, at, prompt, created_at) VALUES (?1, 's', 'cli', ?3, ?1, ?3)",
+                "INSERT INTO schedules (session, channel, at, tool, arguments, created_at) VALUES ('s', 'cli', ?3, 'notify', ?2, ?3)",
+                "INSERT INTO watches (sensor, quantity, op, threshold, for_secs, hysteresis, message, tool, arguments, session, channel, state, created_at) VALUES ('climate', 'temperature', '>', 30, 0, 0, ?1, 'notify', ?2, 's', 'cli', 'armed', ?3)",
+                "INSERT INTO subagents (handle, task, toolsets, state, tool_calls, created_at, updated_at, answer, error) VALUES ('h1', ?1, '[]', 'done', ?2, ?3, ?3, ?1, ?1)",
+            ] {
+                c.execute(sql, p).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+        }
+        let holding = |s: &Store| -> Vec<String> {
+            let c = s.conn();
+            let tables: Vec<String> = c
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let mut found = Vec::new();
+            for t in tables {
+                let cols: Vec<String> = c
+                    .prepare(&format!("SELECT name FROM pragma_table_info('{t}')"))
+                    .unwrap()
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                for col in cols {
+                    let n: i64 = c
+                        .query_row(
+                            &format!("SELECT COUNT(*) FROM \"{t}\" WHERE instr(CAST(\"{col}\" AS TEXT), ?1) > 0"),
+                            ["quokka 7731"],
+                            |r| r.get(0),
+                        )
+                        .unwrap();
+                    if n > 0 {
+                        found.push(format!("{t}.{col}"));
+                    }
+                }
+            }
+            found
+        };
+        assert!(holding(&s).len() >= 20, "{:?}", holding(&s));
+        s.forget_memory(m.id).unwrap().unwrap();
+        assert_eq!(holding(&s), Vec::<String>::new());
+        assert!(!on_disk(dir.path(), "quokka 7731"));
+        // The rows stay, with the text replaced.
+        let title: String = s
+            .conn()
+            .query_row("SELECT title FROM conversations WHERE id = 'c1'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(title, "remember: [forgotten], thanks");
     }
 }

@@ -23,8 +23,12 @@
 //!
 //! When a memory is forgotten, [`scrub`] replaces its text with [`FORGOTTEN`] everywhere covo
 //! stored it: in conversation turns (so the turns, their numbering and forks stay; the
-//! full-text index follows through its triggers), in the outbox, and in the audit log's
-//! arguments and details. Both the text itself and its JSON-escaped form (as it appears inside
+//! full-text index follows through its triggers), in the outbox, in the audit log's
+//! arguments and details, and in every other column that can hold a user's or the model's
+//! words: conversation titles, to-dos and plans, goals and their notes, kanban cards,
+//! scheduled jobs' names, prompts and arguments, watches' messages and arguments, sub-agents'
+//! tasks, tool calls, answers and errors (`OTHER_TEXT`, which also says what is left out and
+//! why). Both the text itself and its JSON-escaped form (as it appears inside
 //! a recorded tool call or result) are replaced, and only where they stand as whole words: the
 //! characters around an occurrence must not be letters or digits. Only exact occurrences are
 //! found: a paraphrase of the text is not. An audit argument already summarised by its hash
@@ -200,7 +204,44 @@ pub struct Scrubbed {
     pub outbox: usize,
     /// Audit log rows (arguments or detail).
     pub audit: usize,
+    /// Rows of the other tables that hold user or model text ([`OTHER_TEXT`]).
+    pub other: usize,
 }
+
+/// How a column holds text: as it is, or as JSON (scrubbed string by string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Text,
+    Json,
+}
+
+/// Beyond turns, outbox and audit: every column where a user's or the model's words can be
+/// stored, as (table, column, form). Not here, on purpose: names, ids, times, numbers, enums
+/// (states, statuses, roles, channels, cron), sensor and quantity names, model names, tool
+/// names, board and column names of kanban boards (labels the user chose for structure), and
+/// readings. Artifacts (generated images, plots, audio) are files, not text in the database.
+const OTHER_TEXT: &[(&str, &str, Form)] = &[
+    // A conversation's title is its first words.
+    ("conversations", "title", Form::Text),
+    ("todos", "content", Form::Text),
+    ("plans", "steps", Form::Json),
+    ("plans", "note", Form::Text),
+    ("goals", "title", Form::Text),
+    ("goals", "success_criterion", Form::Text),
+    ("goal_notes", "note", Form::Text),
+    ("kanban_cards", "title", Form::Text),
+    ("kanban_cards", "note", Form::Text),
+    ("schedules", "name", Form::Text),
+    ("schedules", "prompt", Form::Text),
+    ("schedules", "arguments", Form::Json),
+    ("watches", "message", Form::Text),
+    ("watches", "arguments", Form::Json),
+    ("subagents", "task", Form::Text),
+    ("subagents", "tool_calls", Form::Json),
+    ("subagents", "answer", Form::Text),
+    ("subagents", "error", Form::Text),
+    ("outbox", "error", Form::Text),
+];
 
 /// Rewrites `col` of the rows of `table` containing one of `forms`; `f` gives the new value.
 fn rewrite(
@@ -212,14 +253,14 @@ fn rewrite(
 ) -> rusqlite::Result<usize> {
     let candidates: Vec<(i64, String)> = {
         let sql = format!(
-            "SELECT id, {col} FROM {table} WHERE instr({col}, ?1) > 0 OR instr({col}, ?2) > 0"
+            "SELECT rowid, {col} FROM {table} WHERE instr({col}, ?1) > 0 OR instr({col}, ?2) > 0"
         );
         let mut stmt = tx.prepare(&sql)?;
         let rows = stmt.query_map(params![forms[0], forms[1]], |r| Ok((r.get(0)?, r.get(1)?)))?;
         rows.collect::<Result<_, _>>()?
     };
     let mut n = 0;
-    let sql = format!("UPDATE {table} SET {col} = ?2 WHERE id = ?1");
+    let sql = format!("UPDATE {table} SET {col} = ?2 WHERE rowid = ?1");
     for (id, old) in candidates {
         if let Some(new) = f(&old) {
             tx.execute(&sql, params![id, new])?;
@@ -245,19 +286,26 @@ pub(crate) fn scrub(tx: &Transaction<'_>, text: &str) -> rusqlite::Result<Scrubb
             None => once,
         }
     };
+    let in_json = |s: &str| match serde_json::from_str::<Value>(s) {
+        Ok(mut v) => scrub_json(&mut v, text).then(|| v.to_string()),
+        Err(_) => in_text(s),
+    };
     let turns = rewrite(tx, "turns", "content", forms, in_text)?;
     let outbox = rewrite(tx, "outbox", "text", forms, in_text)?;
-    let args = rewrite(tx, "audit", "args", forms, |s| {
-        match serde_json::from_str::<Value>(s) {
-            Ok(mut v) => scrub_json(&mut v, text).then(|| v.to_string()),
-            Err(_) => in_text(s),
-        }
-    })?;
+    let args = rewrite(tx, "audit", "args", forms, in_json)?;
     let detail = rewrite(tx, "audit", "detail", forms, in_text)?;
+    let mut other = 0;
+    for (table, col, form) in OTHER_TEXT {
+        other += match form {
+            Form::Text => rewrite(tx, table, col, forms, in_text)?,
+            Form::Json => rewrite(tx, table, col, forms, in_json)?,
+        };
+    }
     Ok(Scrubbed {
         turns,
         outbox,
         audit: args + detail,
+        other,
     })
 }
 

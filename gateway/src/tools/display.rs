@@ -15,7 +15,9 @@ pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::local(&c::DISPLAY_CLEAR, display_clear).with_access(display_access),
 ];
 
-/// Drawing writes the display's framebuffer over I2C: the named display, else the board's first.
+/// Drawing writes the display's framebuffer over I2C: the named display, else the board's first,
+/// in transfers of up to `display::MAX_TRANSFER` bytes (a control byte and 16 bytes of GDDRAM),
+/// which `max_transfer` judges.
 fn display_access(def: &BoardDef, args: &Value) -> Vec<Access> {
     let name = args
         .get("display")
@@ -31,7 +33,7 @@ fn display_access(def: &BoardDef, args: &Value) -> Vec<Access> {
         Some(d) => vec![Access::I2cWrite {
             bus: d.bus.or(def.default_i2c_bus()),
             address: d.address,
-            bytes: 0,
+            bytes: covo_hal_tools::display::MAX_TRANSFER,
         }],
         None => Vec::new(),
     }

@@ -3,8 +3,10 @@
 use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::{Cx, Services};
+use crate::hardware::Access;
 use crate::spec::ToolDef;
 use covo_core::catalog::sensors as c;
+use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::{sensors, values};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -12,7 +14,7 @@ use std::collections::BTreeMap;
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::local(&c::SENSOR_LIST, sensor_list),
-    ToolDef::local(&c::SENSOR_READ, sensor_read),
+    ToolDef::local(&c::SENSOR_READ, sensor_read).with_access(read_access),
     ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
     ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
 ];
@@ -41,8 +43,52 @@ fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
     Ok(json!({ "sensors": sensors }))
 }
 
-/// Reads a declared sensor and logs the reading. Used by `sensor_read` and the sampler.
+/// What reading sensor `name` touches: its driver's writes and reads at the sensor's address
+/// (`sensors::footprint`). Nothing for a name that is not a declared sensor: the executor
+/// refuses it without touching the bus.
+pub fn sensor_access(def: &BoardDef, name: &str) -> Vec<Access> {
+    let Some(d) = def.device(name) else {
+        return Vec::new();
+    };
+    let Some(fp) = sensors::footprint(&d.driver) else {
+        return Vec::new();
+    };
+    vec![Access::SensorMeasure {
+        sensor: d.name.clone(),
+        driver: d.driver.clone(),
+        bus: d.bus.or(def.default_i2c_bus()),
+        address: d.address,
+        bytes: fp.write.max(fp.read),
+        writes: fp.writes,
+    }]
+}
+
+fn read_access(def: &BoardDef, args: &Value) -> Vec<Access> {
+    sensor_access(
+        def,
+        args.get("sensor")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    )
+}
+
+/// Reads a declared sensor and logs the reading. Used by `sensor_read` (whose pipeline has
+/// judged the same accesses already) and the sampler, which calls no tool: here the board
+/// policy and the gateway's read-only switch judge what the driver will write, so a sampled
+/// sensor on a read-only board is refused like a `sensor_read` and never written to.
 pub fn read_and_log(rt: &dyn Services, name: &str) -> Result<Value, ReadFailure> {
+    for a in sensor_access(rt.board().def(), name) {
+        if rt.config().policy.read_only && a.writes() {
+            return Err(ReadFailure::Refused(
+                "read_only: the gateway is in read-only mode and reading this sensor writes \
+                 to it"
+                    .into(),
+            ));
+        }
+        rt.board()
+            .check(&a)
+            .map_err(|r| ReadFailure::Refused(r.to_string()))?;
+    }
     let hw = rt.board().hardware().map_err(ReadFailure::Board)?;
     let qs = hw.sensor_read(name).map_err(ReadFailure::Hw)?;
     let at = crate::store::now_rfc3339();
@@ -81,6 +127,8 @@ pub enum ReadFailure {
     Hw(covo_hal_tools::hw::HwError),
     /// The reading could not be logged.
     Store(crate::store::StoreError),
+    /// The board policy or the read-only switch refused the reading (rule: detail).
+    Refused(String),
 }
 
 fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
@@ -93,6 +141,8 @@ fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
         ReadFailure::Hw(e) => hwargs::fail(cx, e),
         ReadFailure::Store(e) => e.into(),
+        // The pipeline judged these accesses before the executor ran.
+        ReadFailure::Refused(e) => cx.fail(e),
     })
 }
 

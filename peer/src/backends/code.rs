@@ -1,6 +1,23 @@
-//! `code_run`: a Python or shell snippet in a subprocess with a time limit (the whole process
-//! group is killed at the deadline), capped output, an address-space limit (`ulimit -v`), a
-//! fresh temporary working directory, and no network when `unshare -rn` works on this host.
+//! `code_run`: a Python or shell snippet in a subprocess, isolated as far as this host allows,
+//! and every result says exactly what was applied (`"isolation"`).
+//!
+//! With bubblewrap (`bwrap`, Debian `bubblewrap`) seen working here: a new mount, PID, IPC, UTS
+//! and (unless the call asks for network) network namespace; only the system directories
+//! (`/usr`, `/bin`, `/lib`…, a few files of `/etc`) read-only, a private `/tmp` and the run's
+//! fresh working directory, so nothing else of the host (covo's config, `COVO_HOME` and its
+//! database, home directories) exists inside; any of covo's paths that lie under a bound
+//! directory are covered over. The snippet runs as `nobody` in its namespace with no
+//! capabilities. The PID namespace dies with the sandbox, so a `setsid` child cannot outlive the
+//! run.
+//!
+//! Without bwrap (or when it cannot create namespaces here) the fallback is weaker and says so:
+//! the host's filesystem as the peer's user sees it, a fresh temporary working directory, and no
+//! network only when `unshare -rn` works.
+//!
+//! Either way: a time limit (wall clock, then everything is killed), capped output, an
+//! address-space limit and a CPU-time limit per process (`ulimit -v`, `ulimit -t`), and, where a
+//! pids cgroup (v1) is writable, a cgroup per run that caps the number of processes and through
+//! which every process of the run is killed at the end, wherever it went.
 
 use covo_core::catalog;
 use std::io::Read;
@@ -8,6 +25,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -20,8 +38,35 @@ pub(super) const TOOL: &str = catalog::code_exec::CODE_RUN.name;
 
 const DEFAULT_MEMORY_MB: u64 = 512;
 const DEFAULT_MAX_OUTPUT: usize = 64 * 1024;
-/// Sets the address-space limit, then becomes the sandboxed command (`$1` = limit in KiB).
-const WRAPPER: &str = r#"ulimit -v "$1" || exit 125; shift; exec "$@""#;
+const DEFAULT_MAX_PROCESSES: u64 = 64;
+/// Joins the run's cgroup (`$3`, or `-` for none), sets the address-space (`$1`, KiB) and
+/// CPU-time (`$2`, seconds) limits, then becomes the sandboxed command.
+const WRAPPER: &str = r#"if [ "$3" != - ]; then echo $$ > "$3" || exit 125; fi
+ulimit -v "$1" || exit 125; ulimit -t "$2" || exit 125; shift 3; exec "$@""#;
+
+/// System directories the bwrap sandbox sees read-only (a symlink stays a symlink).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+/// The few files of `/etc` programs need (the loader's cache, time zone, names, certificates for
+/// runs with network); the rest of `/etc` stays out.
+const ETC_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+];
+
+/// Distinct cgroup names within this process.
+static RUNS: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug)]
 pub(super) struct CodeRun {
@@ -29,10 +74,29 @@ pub(super) struct CodeRun {
     shell: Option<PathBuf>,
     /// The real Python interpreter (not a pyenv shim), when there is one.
     python: Option<PathBuf>,
-    /// `unshare`, when `unshare -rn` was seen to work here.
+    /// The interpreter's installation prefix (`sys.base_prefix`), bound into the sandbox when
+    /// it is not under a system directory.
+    python_prefix: Option<PathBuf>,
+    /// `bwrap`, when a full sandbox was seen to start here.
+    bwrap: Option<PathBuf>,
+    /// `unshare`, when `unshare -rn` was seen to work here (the fallback's network isolation).
     unshare: Option<PathBuf>,
+    /// The pids cgroup (v1) hierarchy, when a child cgroup could be made and limited there.
+    cgroup_root: Option<PathBuf>,
+    /// covo's own paths (config file, `COVO_HOME`) to cover in the sandbox.
+    hide: Vec<PathBuf>,
     memory_mb: u64,
+    max_processes: u64,
     max_output: usize,
+}
+
+/// How a run was isolated: what the result reports.
+struct Applied {
+    tool: &'static str,
+    network: &'static str,
+    filesystem: &'static str,
+    pid_namespace: bool,
+    cgroup: Option<PathBuf>,
 }
 
 impl CodeRun {
@@ -42,44 +106,162 @@ impl CodeRun {
             .clone()
             .or_else(|| which("sh"))
             .filter(|p| is_executable(p));
-        let python = shell.as_ref().and_then(|_| {
-            let candidate = cfg.python.clone().or_else(|| which("python3"))?;
-            // Resolve shims to the interpreter itself: the sandbox gets a different $HOME.
-            let out = Command::new(&candidate)
-                .args(["-c", "import sys; print(sys.executable)"])
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-                .ok()?;
-            let exe = String::from_utf8(out.stdout).ok()?.trim().to_string();
-            (out.status.success() && !exe.is_empty()).then(|| PathBuf::from(exe))
-        });
-        let unshare = match (&shell, cfg.isolate_network) {
-            (Some(sh), None | Some(true)) => which("unshare").filter(|u| {
-                Command::new(u)
-                    .args(["-rn"])
-                    .arg(sh)
-                    .args(["-c", "exit 0"])
+        let (python, python_prefix) = shell
+            .as_ref()
+            .and_then(|_| {
+                let candidate = cfg.python.clone().or_else(|| which("python3"))?;
+                // Resolve shims to the interpreter itself: the sandbox gets a different $HOME.
+                let out = Command::new(&candidate)
+                    .args([
+                        "-c",
+                        "import sys; print(sys.executable); print(sys.base_prefix)",
+                    ])
                     .stdin(Stdio::null())
-                    .stdout(Stdio::null())
                     .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success())
-            }),
-            _ => None,
-        };
-        CodeRun {
+                    .output()
+                    .ok()?;
+                let text = String::from_utf8(out.stdout).ok()?;
+                let mut lines = text.lines();
+                let exe = lines.next().unwrap_or_default().trim().to_string();
+                let prefix = lines.next().map(|l| PathBuf::from(l.trim()));
+                (out.status.success() && !exe.is_empty())
+                    .then(|| (Some(PathBuf::from(exe)), prefix))
+            })
+            .unwrap_or((None, None));
+        let isolate_network = cfg.isolate_network != Some(false);
+        let mut run = CodeRun {
             shell,
             python,
-            unshare,
+            python_prefix,
+            bwrap: None,
+            unshare: None,
+            cgroup_root: None,
+            hide: cfg.hide.clone(),
             memory_mb: cfg.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).max(16),
+            max_processes: cfg.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES).max(4),
             max_output: cfg.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT).max(1),
+        };
+        let Some(sh) = run.shell.clone() else {
+            return run;
+        };
+        let quiet = |c: &mut Command| {
+            c.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if cfg.sandbox != Some(false) {
+            run.bwrap = cfg.bwrap.clone().or_else(|| which("bwrap")).filter(|b| {
+                let probe = std::env::temp_dir();
+                let mut c = Command::new(b);
+                c.args(run.bwrap_args(&probe, false))
+                    .arg(&sh)
+                    .args(["-c", "exit 0"]);
+                quiet(&mut c)
+            });
         }
+        if run.bwrap.is_none() && isolate_network {
+            run.unshare = which("unshare").filter(|u| {
+                quiet(
+                    Command::new(u)
+                        .args(["-rn"])
+                        .arg(&sh)
+                        .args(["-c", "exit 0"]),
+                )
+            });
+        }
+        run.cgroup_root = pids_cgroup_root();
+        if run.bwrap.is_none() {
+            tracing::warn!(
+                "code_run: bubblewrap is missing or cannot create namespaces here; snippets \
+                 run with the host's filesystem visible (install bubblewrap)"
+            );
+        }
+        run
     }
 
     /// Usable at all: the wrapper shell exists.
     pub(super) fn available(&self) -> bool {
         self.shell.is_some()
+    }
+
+    /// bwrap's arguments for a run in `workdir` (without the command).
+    fn bwrap_args(&self, workdir: &Path, network: bool) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        let mut push =
+            |parts: &[&std::ffi::OsStr]| a.extend(parts.iter().map(|p| p.to_os_string()));
+        let mut bound: Vec<PathBuf> = Vec::new();
+        for d in SYSTEM_DIRS {
+            let p = Path::new(d);
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    if let Ok(t) = std::fs::read_link(p) {
+                        push(&["--symlink".as_ref(), t.as_os_str(), p.as_os_str()]);
+                    }
+                }
+                Ok(m) if m.is_dir() => {
+                    push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+                    bound.push(p.to_path_buf());
+                }
+                _ => {}
+            }
+        }
+        for f in ETC_FILES {
+            push(&["--ro-bind-try".as_ref(), f.as_ref(), f.as_ref()]);
+        }
+        bound.push(PathBuf::from("/etc"));
+        // An interpreter or shell outside the system directories (pyenv, a venv's base).
+        let extra = [self.python_prefix.clone(), self.shell.clone()];
+        for p in extra.into_iter().flatten() {
+            if !bound.iter().any(|b| p.starts_with(b)) && p.exists() {
+                push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+                bound.push(p);
+            }
+        }
+        push(&[
+            "--proc".as_ref(),
+            "/proc".as_ref(),
+            "--dev".as_ref(),
+            "/dev".as_ref(),
+            "--tmpfs".as_ref(),
+            "/tmp".as_ref(),
+        ]);
+        // covo's own files, wherever they are under something bound: covered.
+        for h in &self.hide {
+            if bound.iter().any(|b| h.starts_with(b)) && h.exists() {
+                if h.is_dir() {
+                    push(&["--tmpfs".as_ref(), h.as_os_str()]);
+                } else {
+                    push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), h.as_os_str()]);
+                }
+            }
+        }
+        push(&[
+            "--bind".as_ref(),
+            workdir.as_os_str(),
+            workdir.as_os_str(),
+            "--chdir".as_ref(),
+            workdir.as_os_str(),
+            "--unshare-all".as_ref(),
+        ]);
+        if network {
+            push(&["--share-net".as_ref()]);
+        }
+        push(&[
+            "--uid".as_ref(),
+            "65534".as_ref(),
+            "--gid".as_ref(),
+            "65534".as_ref(),
+            "--cap-drop".as_ref(),
+            "ALL".as_ref(),
+            "--hostname".as_ref(),
+            "covo-sandbox".as_ref(),
+            "--die-with-parent".as_ref(),
+            "--new-session".as_ref(),
+            "--".as_ref(),
+        ]);
+        a
     }
 
     pub(super) fn run(&self, args: &Value, deadline: Instant) -> Result<Value, ToolError> {
@@ -119,11 +301,6 @@ impl CodeRun {
             .get("network")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let (unshare, network) = match (want_network, &self.unshare) {
-            (true, _) => (None, "allowed"),
-            (false, Some(u)) => (Some(u), "isolated"),
-            (false, None) => (None, "not isolated"),
-        };
 
         let fail = |what: &str, e: std::io::Error| ToolError::failed(TOOL, format!("{what}: {e}"));
         let dir = tempfile::Builder::new()
@@ -132,15 +309,66 @@ impl CodeRun {
             .map_err(|e| fail("no temporary directory", e))?;
         let script = dir.path().join(file);
         std::fs::write(&script, code).map_err(|e| fail("could not write the snippet", e))?;
+        // Inside the sandbox the snippet is `nobody`: the directory is its own.
+        if self.bwrap.is_some() {
+            let _ = std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777));
+        }
+        let cgroup = self.cgroup_root.as_ref().and_then(|root| {
+            let n = RUNS.fetch_add(1, Ordering::Relaxed);
+            let cg = root.join(format!("covo-code-run-{}-{n}", std::process::id()));
+            std::fs::create_dir(&cg).ok()?;
+            if std::fs::write(cg.join("pids.max"), self.max_processes.to_string()).is_err() {
+                let _ = std::fs::remove_dir(&cg);
+                return None;
+            }
+            Some(cg)
+        });
+        // The CPU-time limit per process: the run's time limit, plus one second.
+        let cpu_secs = timeout_s + 1;
 
         let mut cmd = Command::new(shell);
         cmd.arg("-c")
             .arg(WRAPPER)
             .arg("covo-sandbox")
-            .arg((self.memory_mb * 1024).to_string());
-        if let Some(u) = unshare {
-            cmd.arg(u).arg("-rn");
-        }
+            .arg((self.memory_mb * 1024).to_string())
+            .arg(cpu_secs.to_string())
+            .arg(
+                cgroup
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |c| c.join("cgroup.procs").into_os_string()),
+            );
+        let applied = if let Some(b) = &self.bwrap {
+            cmd.arg(b).args(self.bwrap_args(dir.path(), want_network));
+            Applied {
+                tool: "bwrap",
+                network: if want_network {
+                    "shared with the host (the call asked for network)"
+                } else {
+                    "none (a private network namespace)"
+                },
+                filesystem: "read-only system directories, a private /tmp and the working \
+                             directory; nothing else of the host",
+                pid_namespace: true,
+                cgroup: cgroup.clone(),
+            }
+        } else {
+            let network = match (want_network, &self.unshare) {
+                (true, _) => "shared with the host (the call asked for network)",
+                (false, Some(u)) => {
+                    cmd.arg(u).arg("-rn");
+                    "none (unshare -rn)"
+                }
+                (false, None) => "shared with the host (not isolated: no bwrap or unshare -rn)",
+            };
+            Applied {
+                tool: "none (fallback: no working bwrap)",
+                network,
+                filesystem: "the host's filesystem as the peer's user sees it, including \
+                             covo's files; only the working directory is fresh",
+                pid_namespace: false,
+                cgroup: cgroup.clone(),
+            }
+        };
         cmd.arg(interpreter)
             .arg(&script)
             .current_dir(dir.path())
@@ -161,9 +389,13 @@ impl CodeRun {
 
         let started = Instant::now();
         let limit = deadline.min(started + Duration::from_secs(timeout_s));
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| fail("could not start the snippet", e))?;
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                remove_cgroup(shell, cgroup.as_deref());
+                return Err(fail("could not start the snippet", e));
+            }
+        };
         let pgid = child.id();
         // One message per pipe: stdout and stderr.
         let (tx, rx) = mpsc::sync_channel(2);
@@ -194,24 +426,24 @@ impl CodeRun {
 
         let mut timed_out = false;
         let status = loop {
-            match child
-                .try_wait()
-                .map_err(|e| fail("waiting for the snippet", e))?
-            {
-                Some(status) => break status,
-                None if Instant::now() >= limit => {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if Instant::now() >= limit => {
                     timed_out = true;
-                    kill_group(shell, pgid);
+                    // bwrap's death kills its PID namespace (--die-with-parent on its init).
                     let _ = child.kill();
-                    break child
-                        .wait()
-                        .map_err(|e| fail("waiting for the snippet", e))?;
+                    kill_group(shell, pgid);
+                    break child.wait();
                 }
-                None => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => break Err(e),
             }
         };
-        // Background jobs the snippet left behind die with it (and release the pipes).
+        // Whatever the snippet left behind dies with it (and releases the pipes): its process
+        // group, and through the cgroup also what left the group (`setsid`).
         kill_group(shell, pgid);
+        remove_cgroup(shell, cgroup.as_deref());
+        let status = status.map_err(|e| fail("waiting for the snippet", e))?;
         let duration_ms = started.elapsed().as_millis() as u64;
 
         let (mut stdout, mut stderr) = ((String::new(), false), (String::new(), false));
@@ -229,6 +461,11 @@ impl CodeRun {
                 stderr = text;
             }
         }
+        let network = match (want_network, applied.network.starts_with("none")) {
+            (true, _) => "allowed",
+            (false, true) => "isolated",
+            (false, false) => "not isolated",
+        };
         Ok(json!({
             "language": language,
             "exit_code": status.code(),
@@ -242,8 +479,67 @@ impl CodeRun {
             "duration_ms": duration_ms,
             "memory_limit_mb": self.memory_mb,
             "network": network,
+            "isolation": {
+                "tool": applied.tool,
+                "filesystem": applied.filesystem,
+                "network": applied.network,
+                "user": if applied.pid_namespace {
+                    "nobody in a user namespace, no capabilities"
+                } else {
+                    "the peer's own user"
+                },
+                "processes": match (&applied.cgroup, applied.pid_namespace) {
+                    (Some(_), true) => format!(
+                        "a private PID namespace and at most {} processes (pids cgroup); all \
+                         killed at the end", self.max_processes),
+                    (Some(_), false) => format!(
+                        "at most {} processes (pids cgroup); all killed at the end",
+                        self.max_processes),
+                    (None, true) => "a private PID namespace, all killed at the end; no \
+                                     process count limit (no writable pids cgroup)".into(),
+                    (None, false) => "the process group is killed at the end; a process that \
+                                      leaves it (setsid) can survive, and there is no process \
+                                      count limit".into(),
+                },
+                "max_processes": applied.cgroup.as_ref().map(|_| self.max_processes),
+                "cpu_secs_per_process": cpu_secs,
+                "memory_mb_per_process": self.memory_mb,
+                "wall_time_s": timeout_s,
+            },
         }))
     }
+}
+
+/// The pids cgroup (v1) hierarchy, when this process may make a child there and limit it.
+fn pids_cgroup_root() -> Option<PathBuf> {
+    let root = PathBuf::from("/sys/fs/cgroup/pids");
+    let probe = root.join(format!("covo-code-run-probe-{}", std::process::id()));
+    std::fs::create_dir(&probe).ok()?;
+    let ok = std::fs::write(probe.join("pids.max"), "8").is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    ok.then_some(root)
+}
+
+/// Kills every process left in the run's cgroup (wherever they went in the process tree), then
+/// removes it.
+fn remove_cgroup(shell: &Path, cgroup: Option<&Path>) {
+    let Some(cg) = cgroup else { return };
+    for _ in 0..50 {
+        let pids = std::fs::read_to_string(cg.join("cgroup.procs")).unwrap_or_default();
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        if pids.is_empty() {
+            break;
+        }
+        let _ = Command::new(shell)
+            .args(["-c", "kill -KILL \"$@\" 2>/dev/null", "kill"])
+            .args(&pids)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir(cg);
 }
 
 /// Reads up to `cap` bytes, then keeps draining (so the child never blocks on a full pipe).
@@ -423,31 +719,48 @@ mod tests {
         CONNECT.replace("PORT", &port.to_string())
     }
 
+    /// The sandbox tests need bubblewrap that can create namespaces here: a machine without it
+    /// fails them loudly (tests/run-all.sh installs it), never skips them.
+    fn need_bwrap(r: &CodeRun) {
+        assert!(
+            r.bwrap.is_some(),
+            "bwrap is missing or cannot create namespaces here: the code_run sandbox tests need \
+             it (apt-get install -y bubblewrap; bash tests/run-all.sh installs it)"
+        );
+    }
+
+    fn need_cgroup(r: &CodeRun) {
+        assert!(
+            r.cgroup_root.is_some(),
+            "no writable pids cgroup (v1) at /sys/fs/cgroup/pids: the process-limit tests need one"
+        );
+    }
+
     #[test]
     fn without_network_the_sandbox_cannot_reach_a_local_listener() {
         let r = runner();
         need_python(&r);
+        need_bwrap(&r);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let out = run(
             &r,
             json!({"language": "python", "code": connect_snippet(port)}),
         );
-        if r.unshare.is_some() {
-            // Root, or unprivileged user namespaces, on this host: isolation is claimed, so check it.
-            assert_eq!(out["network"], "isolated");
-            assert!(
-                out["stdout"].as_str().unwrap().starts_with("refused"),
-                "{out}"
-            );
-            listener.set_nonblocking(true).unwrap();
-            assert!(
-                listener.accept().is_err(),
-                "the sandbox reached the listener"
-            );
-        } else {
-            assert_eq!(out["network"], "not isolated");
-        }
+        assert_eq!(out["network"], "isolated");
+        assert_eq!(
+            out["isolation"]["network"],
+            "none (a private network namespace)"
+        );
+        assert!(
+            out["stdout"].as_str().unwrap().starts_with("refused"),
+            "{out}"
+        );
+        listener.set_nonblocking(true).unwrap();
+        assert!(
+            listener.accept().is_err(),
+            "the sandbox reached the listener"
+        );
     }
 
     #[test]
@@ -465,12 +778,191 @@ mod tests {
     }
 
     #[test]
-    fn isolation_can_be_switched_off_and_is_then_reported_honestly() {
+    fn the_fallback_without_a_sandbox_is_reported_as_such() {
         let r = CodeRun::new(&CodeRunConfig {
             isolate_network: Some(false),
+            sandbox: Some(false),
             ..Default::default()
         });
         let out = run(&r, json!({"language": "shell", "code": "true"}));
         assert_eq!(out["network"], "not isolated");
+        let iso = &out["isolation"];
+        assert_eq!(iso["tool"], "none (fallback: no working bwrap)");
+        assert!(
+            iso["filesystem"]
+                .as_str()
+                .unwrap()
+                .contains("including covo's files"),
+            "{iso}"
+        );
+        assert_eq!(iso["user"], "the peer's own user");
+    }
+
+    /// covo's files: a config, a database and a `COVO_HOME` with a canary each, outside every
+    /// directory the sandbox binds; and a canary in the host's /tmp.
+    #[test]
+    fn the_sandbox_cannot_read_covos_config_database_or_home() {
+        const CANARY: &str = "covo-canary-5f1e2d";
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target")
+            .join(format!("code-run-canary-{}", std::process::id()));
+        let home = base.join("covo-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let config = base.join("covo.toml");
+        let db = home.join("covo.db");
+        let secret = home.join("secret.txt");
+        for f in [&config, &db, &secret] {
+            std::fs::write(f, format!("{CANARY} {}", f.display())).unwrap();
+        }
+        let host_tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(host_tmp.path(), CANARY).unwrap();
+        let r = CodeRun::new(&CodeRunConfig {
+            hide: vec![home.clone(), config.clone()],
+            ..Default::default()
+        });
+        need_python(&r);
+        need_bwrap(&r);
+        let paths: Vec<String> = [&config, &db, &secret, &home, &base]
+            .iter()
+            .map(|p| p.display().to_string())
+            .chain([host_tmp.path().display().to_string()])
+            .collect();
+        let code = format!(
+            "import os\nfor p in {paths:?}:\n    try:\n        if os.path.isdir(p):\n            print(p, 'listed', os.listdir(p))\n        else:\n            print(p, 'read', open(p).read())\n    except OSError as e:\n        print(p, 'refused', type(e).__name__)\n"
+        );
+        let out = run(&r, json!({"language": "python", "code": code}));
+        let stdout = out["stdout"].as_str().unwrap();
+        assert!(!stdout.contains(CANARY), "{out}");
+        assert_eq!(stdout.matches("refused").count(), paths.len(), "{out}");
+        // The same from the shell.
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": format!("cat {} {} 2>&1; ls {} 2>&1", config.display(), db.display(), home.display())}),
+        );
+        assert!(!out["stdout"].as_str().unwrap().contains(CANARY), "{out}");
+        assert_eq!(out["isolation"]["tool"], "bwrap");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// covo's paths that lie under a directory the sandbox must bind are covered: a file by
+    /// the null device on a nodev mount (so it cannot be opened), a directory by an empty tmpfs.
+    #[test]
+    fn covos_paths_under_a_bound_directory_are_covered() {
+        let r = CodeRun::new(&CodeRunConfig {
+            hide: vec!["/etc/passwd".into(), "/usr/share".into()],
+            ..Default::default()
+        });
+        need_bwrap(&r);
+        assert!(Path::new("/usr/share").read_dir().unwrap().next().is_some());
+        assert!(std::fs::read("/etc/passwd").is_ok_and(|b| !b.is_empty()));
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": "cat /etc/passwd > /dev/null 2>&1 && echo read || echo refused; ls -A /usr/share | wc -l; ls /usr/bin | wc -l"}),
+        );
+        let stdout = out["stdout"].as_str().unwrap();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(&lines[..2], ["refused", "0"], "{out}");
+        let bins: u64 = lines[2].trim().parse().unwrap();
+        assert!(bins > 10, "the system stays visible: {out}");
+    }
+
+    #[test]
+    fn the_system_is_read_only_and_tmp_is_private() {
+        let r = runner();
+        need_bwrap(&r);
+        let marker = format!("covo-private-tmp-{}", std::process::id());
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": format!("touch /usr/bin/covo-x 2>/dev/null && echo wrote-usr; touch /tmp/{marker} && echo wrote-tmp; id -u")}),
+        );
+        assert_eq!(out["stdout"], "wrote-tmp\n65534\n", "{out}");
+        assert!(!std::env::temp_dir().join(&marker).exists());
+        assert!(!Path::new("/tmp").join(&marker).exists());
+    }
+
+    /// Processes of `marker` still alive on this host.
+    fn alive(marker: &str) -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.starts_with("sleep ") && c.contains(marker))
+            .collect()
+    }
+
+    #[test]
+    fn a_setsid_child_does_not_outlive_the_run_on_timeout_or_on_exit() {
+        let r = runner();
+        need_bwrap(&r);
+        let pid = std::process::id();
+        // Killed at the time limit.
+        let marker = format!("1{pid}.25");
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": format!("setsid sleep {marker} & echo started; sleep 100"), "timeout_s": 1}),
+        );
+        assert_eq!(out["timed_out"], true, "{out}");
+        assert_eq!(out["stdout"], "started\n", "{out}");
+        assert!(alive(&marker).is_empty(), "{:?}", alive(&marker));
+        // Left behind by a snippet that exits at once.
+        let marker = format!("1{pid}.5");
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": format!("setsid sleep {marker} > /dev/null 2>&1 & sleep 0.2; exit 0")}),
+        );
+        assert_eq!(out["exit_code"], 0, "{out}");
+        assert!(alive(&marker).is_empty(), "{:?}", alive(&marker));
+        // Without the PID namespace the pids cgroup still finds it.
+        let r = CodeRun::new(&CodeRunConfig {
+            sandbox: Some(false),
+            ..Default::default()
+        });
+        need_cgroup(&r);
+        let marker = format!("1{pid}.75");
+        let out = run(
+            &r,
+            json!({"language": "shell", "code": format!("setsid sleep {marker} > /dev/null 2>&1 & sleep 0.2; exit 0")}),
+        );
+        assert_eq!(out["exit_code"], 0, "{out}");
+        assert!(alive(&marker).is_empty(), "{:?}", alive(&marker));
+    }
+
+    #[test]
+    fn the_process_count_and_cpu_time_are_limited_and_reported() {
+        let r = CodeRun::new(&CodeRunConfig {
+            max_processes: Some(16),
+            ..Default::default()
+        });
+        need_python(&r);
+        need_bwrap(&r);
+        need_cgroup(&r);
+        let out = run(
+            &r,
+            json!({"language": "python", "code": "import os, time\nn = 0\nfor i in range(40):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(5)\n        os._exit(0)\n    n += 1\nprint(n)\n", "timeout_s": 3}),
+        );
+        let running: u64 = out["stdout"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{out}"));
+        // The sandbox's own processes (bwrap, its init, python) count too.
+        assert!((1..16).contains(&running), "{out}");
+        let out = run(
+            &r,
+            json!({"language": "python", "code": "import resource; print(resource.getrlimit(resource.RLIMIT_CPU))", "timeout_s": 7}),
+        );
+        assert_eq!(out["stdout"], "(8, 8)\n", "{out}");
+        let iso = &out["isolation"];
+        assert_eq!(iso["tool"], "bwrap");
+        assert_eq!(iso["max_processes"], 16);
+        assert_eq!(iso["cpu_secs_per_process"], 8);
+        assert_eq!(iso["memory_mb_per_process"], 512);
+        assert_eq!(iso["user"], "nobody in a user namespace, no capabilities");
+        assert!(
+            iso["processes"].as_str().unwrap().contains("PID namespace"),
+            "{iso}"
+        );
     }
 }

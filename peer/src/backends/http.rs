@@ -2,13 +2,16 @@
 //! OpenAI-compatible media tools, embeddings).
 //!
 //! Like `web_fetch`, each request runs on its own thread with its own current-thread tokio
-//! runtime (the caller may or may not be inside a runtime) and the ring TLS provider. Bodies
+//! runtime (the caller may or may not be inside a runtime) and the ring TLS provider. Redirects
+//! are followed by hand and checked like `web_fetch`'s (`guard`): the configured endpoint's own
+//! host is trusted, any other must not be internal, and the key headers stay behind. Bodies
 //! are capped: a response larger than `max_bytes` is an error, never silently cut.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::guard::{self, Allow};
 use covo::secrets::{http_error, redact_url};
 use covo_core::error::ToolError;
 
@@ -30,9 +33,7 @@ impl std::fmt::Debug for Request {
             .headers
             .iter()
             .map(|(k, v)| {
-                let secret = ["authorization", "x-api-key", "api-key", "cookie"]
-                    .iter()
-                    .any(|s| k.eq_ignore_ascii_case(s));
+                let secret = SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s));
                 (
                     k.as_str(),
                     if secret {
@@ -192,20 +193,9 @@ pub(super) fn status_error(tool: &str, shown: &str, resp: &Response) -> ToolErro
     }
 }
 
-/// An HTTP client for one backend call: the whole-request timeout, a bounded connect timeout,
-/// rustls on ring.
-pub(super) fn client(
-    tool: &str,
-    timeout: Duration,
-    user_agent: String,
-) -> Result<reqwest::Client, ToolError> {
-    builder(timeout, user_agent)
-        .build()
-        .map_err(|e| ToolError::failed(tool, format!("HTTP client: {}", http_error(e))))
-}
-
-/// What [`client`] builds, for a backend that sets more (`web_fetch`: no redirects, no proxy,
-/// pinned addresses).
+/// An HTTP client builder for one backend call: the whole-request timeout, a bounded connect
+/// timeout, rustls on ring. Callers set redirects (none: they follow by hand), proxies and
+/// pinned addresses.
 pub(super) fn builder(timeout: Duration, user_agent: String) -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
@@ -248,67 +238,148 @@ pub(super) fn redacted(url: &reqwest::Url) -> String {
     redact_url(url.as_str())
 }
 
+/// Headers that may carry a key: never sent on to another host by a redirect.
+const SECRET_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "cookie"];
+
+/// `req` turned into the request a redirect with `status` to `next` asks for: 307 and 308
+/// repeat it; the others make it a GET without a body. Headers that may carry a key are not
+/// sent on to another origin.
+fn redirect(req: &mut Request, status: u16, next: reqwest::Url) {
+    if !matches!(status, 307 | 308) && req.method != reqwest::Method::HEAD {
+        req.method = reqwest::Method::GET;
+        req.body = None;
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+    }
+    let same_origin = next.host_str() == req.url.host_str()
+        && next.port_or_known_default() == req.url.port_or_known_default()
+        && next.scheme() == req.url.scheme();
+    if !same_origin {
+        req.headers
+            .retain(|(k, _)| !SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s)));
+    }
+    req.url = next;
+}
+
+/// Sends `req`, following redirects by hand (at most `guard::MAX_REDIRECTS`): the configured
+/// endpoint's own host is trusted (it may well be a local service), any other host a redirect
+/// names must pass `guard::check` (no loopback, private, link-local or other internal address,
+/// checked after resolution and then pinned), and the key headers are not sent on to it.
 async fn send_async(
     tool: &'static str,
-    req: Request,
+    mut req: Request,
     timeout: Duration,
 ) -> Result<Response, ToolError> {
-    let client = client(
-        tool,
-        timeout,
-        format!("covo-peer/{}", env!("CARGO_PKG_VERSION")),
-    )?;
-    let shown = redacted(&req.url);
-    let transport = |e: reqwest::Error| {
-        transport_error(
-            tool,
-            &shown,
-            timeout,
-            e,
-            "check the URL in [peer.backends] and that the service is up",
-            "check the URL in [peer.backends]",
-        )
-    };
-    let mut builder = client.request(req.method, req.url);
-    for (k, v) in &req.headers {
-        match reqwest::header::HeaderValue::from_str(v) {
-            Ok(mut value) => {
-                // Keeps the key out of any `Debug` of the request (reqwest, hyper).
-                if k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-api-key") {
-                    value.set_sensitive(true);
-                }
-                builder = builder.header(k.as_str(), value);
-            }
-            Err(_) => builder = builder.header(k.as_str(), v.as_str()),
-        }
-    }
-    if let Some(body) = req.body {
-        builder = builder.body(body);
-    }
-    let mut resp = builder.send().await.map_err(transport)?;
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(transport)? {
-        if body.len() + chunk.len() > req.max_bytes {
+    let deadline = Instant::now() + timeout;
+    let endpoint = Allow::host_of(&req.url);
+    let mut hops = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let shown = redacted(&req.url);
+        if left.is_zero() {
             return Err(ToolError::Failed {
                 tool: tool.into(),
-                message: format!("{shown}: the answer is larger than {} bytes", req.max_bytes),
-                hint: Some("ask for a smaller result".into()),
+                message: format!("{shown}: timed out after {:.1}s", timeout.as_secs_f64()),
+                hint: Some("retry later or with a longer deadline".into()),
             });
         }
-        body.extend_from_slice(&chunk);
+        let pinned = guard::check(
+            tool,
+            &endpoint,
+            &req.url,
+            deadline,
+            "[peer.backends] (as the tool's endpoint URL)",
+        )
+        .await?;
+        let mut builder = builder(left, format!("covo-peer/{}", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some((name, addrs)) = &pinned {
+            // Checked addresses only, and no proxy that would reach them unchecked.
+            builder = builder.no_proxy().resolve_to_addrs(name, addrs);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| ToolError::failed(tool, format!("HTTP client: {}", http_error(e))))?;
+        let transport = |e: reqwest::Error| {
+            transport_error(
+                tool,
+                &shown,
+                left,
+                e,
+                "check the URL in [peer.backends] and that the service is up",
+                "check the URL in [peer.backends]",
+            )
+        };
+        let mut builder = client.request(req.method.clone(), req.url.clone());
+        for (k, v) in &req.headers {
+            match reqwest::header::HeaderValue::from_str(v) {
+                Ok(mut value) => {
+                    // Keeps the key out of any `Debug` of the request (reqwest, hyper).
+                    if SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s)) {
+                        value.set_sensitive(true);
+                    }
+                    builder = builder.header(k.as_str(), value);
+                }
+                Err(_) => builder = builder.header(k.as_str(), v.as_str()),
+            }
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let mut resp = builder.send().await.map_err(transport)?;
+        let location = resp
+            .status()
+            .is_redirection()
+            .then(|| resp.headers().get(reqwest::header::LOCATION))
+            .flatten()
+            .cloned();
+        if let Some(location) = location {
+            if hops == guard::MAX_REDIRECTS {
+                return Err(ToolError::Failed {
+                    tool: tool.into(),
+                    message: format!("{shown}: more than {} redirects", guard::MAX_REDIRECTS),
+                    hint: Some("check the URL in [peer.backends]".into()),
+                });
+            }
+            let next = location
+                .to_str()
+                .ok()
+                .and_then(|l| req.url.join(l).ok())
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| {
+                    ToolError::failed(
+                        tool,
+                        format!("{shown}: redirects to an invalid or non-HTTP URL"),
+                    )
+                })?;
+            redirect(&mut req, resp.status().as_u16(), next);
+            hops += 1;
+            continue;
+        }
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+            if body.len() + chunk.len() > req.max_bytes {
+                return Err(ToolError::Failed {
+                    tool: tool.into(),
+                    message: format!("{shown}: the answer is larger than {} bytes", req.max_bytes),
+                    hint: Some("ask for a smaller result".into()),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        return Ok(Response {
+            status,
+            content_type,
+            body,
+        });
     }
-    Ok(Response {
-        status,
-        content_type,
-        body,
-    })
 }
 
 #[cfg(test)]
@@ -339,5 +410,97 @@ mod tests {
             text.contains(&format!("http://***@127.0.0.1:{port}/v1/x?key=***")),
             "{text}"
         );
+    }
+
+    /// The endpoint (a local service, trusted as configured) redirects elsewhere: to another
+    /// internal host (`localhost`, the same machine under another name) and to the cloud
+    /// metadata address. Neither is reached, the key goes nowhere, and a redirect within the
+    /// endpoint's own host still works.
+    #[test]
+    fn a_redirect_from_the_endpoint_to_an_internal_address_is_refused() {
+        let (inner, inner_seen) =
+            covo_tests::http_fake::serve(|_| (200, "application/json", b"{}".to_vec()));
+        let inner_port = inner.rsplit(':').next().unwrap().to_string();
+        let (base, seen) = covo_tests::http_fake::serve_with_headers(move |req| {
+            let to = |loc: String| (302, vec![("Location", loc)], Vec::new());
+            match req.path() {
+                "/to-localhost" => to(format!("http://localhost:{inner_port}/secret")),
+                "/to-metadata" => to("http://169.254.169.254/latest/meta-data/".into()),
+                "/to-same" => (307, vec![("Location", "/ok".to_string())], Vec::new()),
+                _ => (
+                    200,
+                    vec![("Content-Type", "application/json".to_string())],
+                    b"{\"ok\":true}".to_vec(),
+                ),
+            }
+        });
+        let soon = || Instant::now() + Duration::from_secs(10);
+        for path in ["/to-localhost", "/to-metadata"] {
+            let url = reqwest::Url::parse(&format!("{base}{path}")).unwrap();
+            let req = Request::post_json(url, &serde_json::json!({"q": 1})).bearer(Some("sk-4242"));
+            let e = json("web_search", req, soon()).unwrap_err();
+            let text = e.to_json().to_string();
+            assert!(text.contains("refused"), "{path}: {text}");
+            assert!(
+                text.contains("loopback") || text.contains("link-local"),
+                "{path}: {text}"
+            );
+        }
+        assert!(
+            inner_seen.lock().unwrap().is_empty(),
+            "the redirect reached the inner service"
+        );
+        // Within the endpoint's own host: followed, the POST repeated with its key (307).
+        let url = reqwest::Url::parse(&format!("{base}/to-same")).unwrap();
+        let req = Request::post_json(url, &serde_json::json!({"q": 2})).bearer(Some("sk-4242"));
+        assert_eq!(
+            json("web_search", req, soon()).unwrap(),
+            serde_json::json!({"ok": true})
+        );
+        let seen = seen.lock().unwrap();
+        let last = seen.last().unwrap();
+        assert_eq!((last.method.as_str(), last.path()), ("POST", "/ok"));
+        assert_eq!(last.header("Authorization"), Some("Bearer sk-4242"));
+    }
+
+    #[test]
+    fn a_redirect_to_another_origin_sends_no_key_and_a_303_drops_the_body() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let post = || {
+            Request::post_json(
+                url("https://api.example/v1/x"),
+                &serde_json::json!({"a": 1}),
+            )
+            .bearer(Some("sk-1"))
+            .header("X-Api-Key", "k")
+            .header("Accept", "application/json")
+        };
+        let names = |r: &Request| r.headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        // The same origin, 307: all of it again.
+        let mut r = post();
+        redirect(&mut r, 307, url("https://api.example/v2/x"));
+        assert_eq!(r.method, reqwest::Method::POST);
+        assert!(r.body.is_some());
+        assert_eq!(
+            names(&r),
+            ["Content-Type", "Authorization", "X-Api-Key", "Accept"]
+        );
+        // Another host, a port or a scheme: no key.
+        for other in [
+            "https://cdn.example/v1/x",
+            "https://api.example:8443/v1/x",
+            "http://api.example/v1/x",
+        ] {
+            let mut r = post();
+            redirect(&mut r, 308, url(other));
+            assert_eq!(names(&r), ["Content-Type", "Accept"], "{other}");
+            assert_eq!(r.url.as_str(), other);
+        }
+        // 303: a GET without the body or its type.
+        let mut r = post();
+        redirect(&mut r, 303, url("https://api.example/result"));
+        assert_eq!(r.method, reqwest::Method::GET);
+        assert!(r.body.is_none());
+        assert_eq!(names(&r), ["Authorization", "X-Api-Key", "Accept"]);
     }
 }

@@ -37,6 +37,7 @@ use covo_core::error::ToolError;
 mod code;
 #[cfg(feature = "code-graph")]
 mod graph;
+mod guard;
 mod http;
 mod model;
 mod openai;
@@ -184,9 +185,20 @@ pub struct CodeRunConfig {
     pub memory_mb: Option<u64>,
     /// Cap on each of stdout and stderr in bytes (default 64 KiB).
     pub max_output_bytes: Option<usize>,
-    /// Run without network through `unshare -rn` (default: when it works here). `false`
-    /// turns isolation off; results then say `"network": "not isolated"`.
+    /// Without bwrap: run without network through `unshare -rn` (default: when it works
+    /// here). `false` turns that off; results then say `"network": "not isolated"`.
     pub isolate_network: Option<bool>,
+    /// Run snippets in a bubblewrap sandbox (default: when `bwrap` works here). `false` turns
+    /// it off; every result's `isolation` says what was applied.
+    pub sandbox: Option<bool>,
+    /// The `bwrap` executable (default `bwrap` on `PATH`).
+    pub bwrap: Option<std::path::PathBuf>,
+    /// At most this many processes per run, where a pids cgroup is writable (default 64).
+    pub max_processes: Option<u64>,
+    /// covo's own paths (the config file, `COVO_HOME`), covered inside the sandbox; set by the
+    /// peer, not the file.
+    #[serde(skip)]
+    pub hide: Vec<std::path::PathBuf>,
 }
 
 /// Settings of `web_fetch`. Internal addresses (loopback, private, link-local, …) are refused
@@ -333,7 +345,11 @@ impl Backends {
     /// The peer's backends from its whole config, with `model` (the peer's `[llm]`, see
     /// [`Backends::model_from_config`]) serving `test_generate` and the sub-agents.
     pub fn for_peer(config: &Config, peer: &PeerConfig, model: Option<Arc<PeerModel>>) -> Backends {
-        let cfg = &peer.backends;
+        let mut cfg = peer.backends.clone();
+        // Nothing the sandbox runs may see covo's own files.
+        cfg.code_run.hide.push(config.home_dir());
+        cfg.code_run.hide.extend(config.source.clone());
+        let cfg = &cfg;
         let local = Arc::new(Self::local(cfg, model.clone()));
         let agents = model.and_then(|m| {
             match subagent::SubAgents::open(config, &cfg.subagents, m, local.clone()) {

@@ -11,11 +11,11 @@
 //! not used (a proxy would reach the address on the peer's behalf, unchecked).
 
 use covo_core::catalog;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::guard::{self, Allow};
 use super::WebFetchConfig;
 use covo_core::error::ToolError;
 
@@ -26,16 +26,16 @@ const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024;
 /// Line width html2text wraps to.
 const TEXT_WIDTH: usize = 100;
 /// Redirects followed at most; each hop is checked like the first URL.
-const MAX_REDIRECTS: usize = 5;
+const MAX_REDIRECTS: usize = guard::MAX_REDIRECTS;
+/// Where a refused host can be allowed.
+const ALLOW_HINT: &str = "[peer.backends.web_fetch] allow_hosts";
 
 #[derive(Debug, Clone)]
 pub(super) struct WebFetch {
     max_bytes: u64,
     user_agent: String,
-    /// `allow_hosts` entries that are names: lower case, without a trailing dot.
-    allow_names: Vec<String>,
-    /// `allow_hosts` entries that are address literals.
-    allow_ips: Vec<IpAddr>,
+    /// `allow_hosts`.
+    allow: Allow,
 }
 
 /// What came back over the wire, before any text extraction.
@@ -47,137 +47,15 @@ struct Fetched {
     capped: bool,
 }
 
-/// Why `ip` must not be fetched (what kind of address it is), or `None` for a public address.
-/// IPv4-mapped (`::ffff:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`) IPv6 addresses are judged by
-/// the IPv4 address inside; the deprecated IPv4-compatible `::a.b.c.d` is always refused.
-fn forbidden(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => forbidden_v6(v6),
-    }
-}
-
-fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
-    Some(match (a, b) {
-        (0, _) => "unspecified",
-        (127, _) => "loopback",
-        (10, _) | (172, 16..=31) | (192, 168) => "private",
-        (169, 254) => "link-local",
-        (100, 64..=127) => "shared (CGNAT)",
-        (224..=239, _) => "multicast",
-        _ if ip == Ipv4Addr::BROADCAST => "broadcast",
-        (240..=255, _) => "reserved",
-        _ => return None,
-    })
-}
-
-fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
-    }
-    if ip.is_unspecified() {
-        return Some("unspecified");
-    }
-    if ip.is_loopback() {
-        return Some("loopback");
-    }
-    let seg = ip.segments();
-    let [a, b] = seg[6].to_be_bytes();
-    let [c, d] = seg[7].to_be_bytes();
-    let inside = Ipv4Addr::new(a, b, c, d);
-    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return forbidden_v4(inside);
-    }
-    if seg[..6] == [0; 6] {
-        // The deprecated IPv4-compatible form: never a public destination.
-        return Some(forbidden_v4(inside).unwrap_or("IPv4-compatible"));
-    }
-    Some(match seg[0] {
-        0xfe80..=0xfebf => "link-local",
-        0xfec0..=0xfeff => "site-local",
-        0xfc00..=0xfdff => "unique-local",
-        0xff00..=0xffff => "multicast",
-        _ => return None,
-    })
-}
-
-/// A URL's host: an address literal or a name.
-enum Host {
-    Ip(IpAddr),
-    Name(String),
-}
-
-/// The host of `url` (the URL parser already turned every IPv4 spelling into dotted decimal).
-fn host_of(url: &reqwest::Url) -> Option<Host> {
-    let h = url.host_str().filter(|h| !h.is_empty())?;
-    let bare = h.trim_start_matches('[').trim_end_matches(']');
-    Some(match bare.parse::<IpAddr>() {
-        Ok(ip) => Host::Ip(ip),
-        Err(_) => Host::Name(h.to_string()),
-    })
-}
-
-/// An `allow_hosts` entry or a URL's host, compared as written: lower case, no trailing dot,
-/// no IPv6 brackets.
-fn normal_host(h: &str) -> String {
-    h.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
-}
-
-/// The refusal of `url`'s host, which is (or resolves to) `ip`, a `kind` address.
-fn refused(host: &str, ip: IpAddr, kind: &str) -> ToolError {
-    let literal = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<IpAddr>()
-        .is_ok();
-    let what = if literal {
-        format!("{host} is a {kind} address")
-    } else {
-        format!("{host} resolves to {ip}, a {kind} address")
-    };
-    ToolError::Failed {
-        tool: TOOL.into(),
-        message: format!("refused: {what}"),
-        hint: Some(format!(
-            "web_fetch does not reach loopback, private, link-local or other internal \
-             addresses; to allow this host, add it to allow_hosts in \
-             [peer.backends.web_fetch] of the peer's config, e.g. allow_hosts = [\"{host}\"]"
-        )),
-    }
-}
-
 impl WebFetch {
     pub(super) fn new(cfg: &WebFetchConfig) -> WebFetch {
-        let (mut allow_names, mut allow_ips) = (Vec::new(), Vec::new());
-        for entry in cfg.allow_hosts.iter().flatten() {
-            let h = normal_host(entry);
-            match h.parse::<IpAddr>() {
-                Ok(ip) => allow_ips.push(ip),
-                Err(_) => allow_names.push(h),
-            }
-        }
         WebFetch {
             max_bytes: cfg.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1),
             user_agent: cfg
                 .user_agent
                 .clone()
                 .unwrap_or_else(|| format!("covo-peer/{}", env!("CARGO_PKG_VERSION"))),
-            allow_names,
-            allow_ips,
-        }
-    }
-
-    /// Whether `url`'s host, as written, is listed in `allow_hosts`.
-    fn allowed(&self, url: &reqwest::Url) -> bool {
-        match host_of(url) {
-            Some(Host::Ip(ip)) => self.allow_ips.contains(&ip),
-            Some(Host::Name(n)) => self.allow_names.contains(&normal_host(&n)),
-            None => false,
+            allow: Allow::new(cfg.allow_hosts.iter().flatten()),
         }
     }
 
@@ -223,69 +101,6 @@ impl WebFetch {
         to_text(fetched, max_chars)
     }
 
-    /// Checks where `url` would connect: `None` when the client may resolve it itself (an
-    /// allowed host, or an address literal that passed), else the host name and the checked
-    /// addresses it resolved to, the only ones the client may connect to.
-    async fn check(
-        &self,
-        url: &reqwest::Url,
-        deadline: Instant,
-    ) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
-        if self.allowed(url) {
-            return Ok(None);
-        }
-        let host = url.host_str().unwrap_or_default().to_string();
-        let name = match host_of(url) {
-            Some(Host::Ip(ip)) => {
-                return forbidden(ip).map_or(Ok(None), |k| Err(refused(&host, ip, k)));
-            }
-            Some(Host::Name(n)) => n,
-            None => return Err(ToolError::invalid(TOOL, "/url", "the URL has no host")),
-        };
-        let port = url.port_or_known_default().unwrap_or(80);
-        let lookup = {
-            let name = name.clone();
-            tokio::task::spawn_blocking(move || {
-                (name.as_str(), port)
-                    .to_socket_addrs()
-                    .map(|a| a.collect::<Vec<_>>())
-            })
-        };
-        let wait = deadline.saturating_duration_since(Instant::now());
-        let addrs = match tokio::time::timeout(wait, lookup).await {
-            Err(_) => {
-                return Err(ToolError::Failed {
-                    tool: TOOL.into(),
-                    message: format!("{host}: the name lookup timed out"),
-                    hint: Some("retry later or with a longer deadline".into()),
-                })
-            }
-            Ok(Err(e)) => return Err(ToolError::failed(TOOL, format!("name lookup failed: {e}"))),
-            Ok(Ok(Err(e))) => {
-                return Err(ToolError::Failed {
-                    tool: TOOL.into(),
-                    message: format!("{host} does not resolve: {e}"),
-                    hint: Some("check the host name".into()),
-                })
-            }
-            Ok(Ok(Ok(a))) => a,
-        };
-        if addrs.is_empty() {
-            return Err(ToolError::Failed {
-                tool: TOOL.into(),
-                message: format!("{host} resolves to no address"),
-                hint: Some("check the host name".into()),
-            });
-        }
-        // Every address: the client may try any of them.
-        for a in &addrs {
-            if let Some(kind) = forbidden(a.ip()) {
-                return Err(refused(&host, a.ip(), kind));
-            }
-        }
-        Ok(Some((name, addrs)))
-    }
-
     async fn fetch(&self, first: reqwest::Url, deadline: Instant) -> Result<Fetched, ToolError> {
         let mut url = first;
         let mut hops = 0;
@@ -299,7 +114,7 @@ impl WebFetch {
                     hint: Some("retry later or with a longer deadline".into()),
                 });
             }
-            let pinned = self.check(&url, deadline).await?;
+            let pinned = guard::check(TOOL, &self.allow, &url, deadline, ALLOW_HINT).await?;
             let mut builder = super::http::builder(timeout, self.user_agent.clone())
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy();
@@ -470,6 +285,7 @@ fn title_of(body: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::guard::forbidden;
     use super::*;
 
     const PAGE: &str = "<!DOCTYPE html><html><head><title>Caf&eacute; \n hours</title>\
@@ -820,12 +636,12 @@ mod tests {
             ..Default::default()
         });
         let host = |u: &str| reqwest::Url::parse(u).unwrap();
-        assert!(f.allowed(&host("http://nas.local/x")));
-        assert!(f.allowed(&host("http://nas.local./x")));
-        assert!(f.allowed(&host("http://10.0.0.5:8080/")));
-        assert!(f.allowed(&host("http://[fd00::5]/")));
-        assert!(!f.allowed(&host("http://10.0.0.6/")));
-        assert!(!f.allowed(&host("http://nas.local.evil.example/")));
-        assert!(!f.allowed(&host("http://[::ffff:10.0.0.5]/")));
+        assert!(f.allow.allows(&host("http://nas.local/x")));
+        assert!(f.allow.allows(&host("http://nas.local./x")));
+        assert!(f.allow.allows(&host("http://10.0.0.5:8080/")));
+        assert!(f.allow.allows(&host("http://[fd00::5]/")));
+        assert!(!f.allow.allows(&host("http://10.0.0.6/")));
+        assert!(!f.allow.allows(&host("http://nas.local.evil.example/")));
+        assert!(!f.allow.allows(&host("http://[::ffff:10.0.0.5]/")));
     }
 }
