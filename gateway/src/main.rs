@@ -186,7 +186,10 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     covo::logging::init();
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // Background processes this covo started (process_start) end with it.
+    covo::tools::shell::end_all();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("covo: {e:#}");

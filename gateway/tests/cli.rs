@@ -72,7 +72,7 @@ fn tools_list_json_lists_every_tool_the_default_full_profile_owns() {
             assert!(!r[key].is_null(), "{key} missing in {r}");
         }
     }
-    let missing = rows.iter().find(|r| r["name"] == "shell_exec").unwrap();
+    let missing = rows.iter().find(|r| r["name"] == "voice_record").unwrap();
     assert_eq!(missing["available"], false);
     assert_eq!(missing["reason"], "not implemented");
     // A peer tool without `[mqtt]`: unavailable, and the reason says why.

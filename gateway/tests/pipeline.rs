@@ -114,13 +114,13 @@ fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
     let e = respond(rt.call(
         &session(),
         Via::Direct,
-        "shell_exec",
-        json!({"command": "true"}),
+        "voice_record",
+        json!({"seconds": 1}),
     ));
     assert_eq!(
         e,
         ToolError::Unavailable {
-            tool: "shell_exec".into(),
+            tool: "voice_record".into(),
             reason: "not implemented".into()
         }
     );

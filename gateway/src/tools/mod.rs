@@ -26,7 +26,7 @@ pub(crate) mod productivity;
 pub(crate) mod search;
 pub mod sensors;
 pub(crate) mod serial;
-pub(crate) mod shell;
+pub mod shell;
 pub(crate) mod skills;
 pub(crate) mod spi;
 pub(crate) mod system;
