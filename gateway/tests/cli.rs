@@ -203,7 +203,7 @@ fn tools_call_prints_json_and_exits_0_or_1_with_a_structured_error() {
             "not_in_profile",
         ),
         (
-            vec!["tools", "call", "shell_exec", r#"{"command":"true"}"#],
+            vec!["tools", "call", "voice_record", r#"{"seconds":1}"#],
             "unavailable",
         ),
     ] {
