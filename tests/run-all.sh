@@ -22,12 +22,13 @@ rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
 # the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
 # certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
 # (SQLite, ring) of the edge build; python3 runs code_run's Python snippets in the peer's tests,
-# bwrap (bubblewrap) is code_run's sandbox; git and tmux back the git and tmux tools' tests.
+# bwrap (bubblewrap) is code_run's sandbox; git, tmux and arecord (alsa-utils) back the git,
+# tmux and voice tools' tests.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
-            bwrap:bubblewrap git:git tmux:tmux; do
+            bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
@@ -41,7 +42,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux \
+for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
            qemu-system-x86_64 busybox make gcc; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done

@@ -236,6 +236,28 @@ pub struct NotifyConfig {
     pub webhook: Option<String>,
 }
 
+/// `[voice]`: the speaker and microphone of `voice_say` and `voice_record`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct VoiceConfig {
+    /// The ALSA device (`aplay -L` lists them; default `default`). `null` is ALSA's silent
+    /// device: recordings of silence, playback to nowhere.
+    pub device: Option<String>,
+    /// Where `voice_say` speaks: `speaker` (the default) or `artifact` (a WAV file returned
+    /// as an artifact, for a board without a speaker).
+    pub say_to: Option<String>,
+}
+
+/// `[camera]`: how `camera_snapshot` captures a still.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CameraConfig {
+    /// The capture command as a list of arguments, with `{output}`, `{width}`, `{height}` and
+    /// `{device}` filled in; it must write a PNG or JPEG to `{output}`. Default: `rpicam-still`
+    /// on a Pi camera, else `ffmpeg` from the first `/dev/video*`.
+    pub command: Option<Vec<String>>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -284,6 +306,12 @@ pub struct Config {
     /// What other gateways may call here.
     #[serde(default)]
     pub swarm: SwarmConfig,
+    /// The speaker and microphone.
+    #[serde(default)]
+    pub voice: VoiceConfig,
+    /// The camera.
+    #[serde(default)]
+    pub camera: CameraConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

@@ -327,7 +327,7 @@ impl Runtime {
                 },
             };
         }
-        let av = def.availability();
+        let av = def.availability(&self.config);
         if !av.available {
             return av;
         }

@@ -50,7 +50,7 @@ pub struct ToolDef {
     pub access: Option<AccessFn>,
     /// For local tools that need something of the system (a program, a device): whether it is
     /// there, with the reason when it is not.
-    pub requires: Option<fn() -> Availability>,
+    pub requires: Option<fn(&crate::config::Config) -> Availability>,
 }
 
 impl ToolDef {
@@ -94,7 +94,7 @@ impl ToolDef {
 
     /// The same tool, available only when `requires` says so (checked each time availability
     /// is asked, so installing the program makes the tool appear).
-    pub const fn when(self, requires: fn() -> Availability) -> ToolDef {
+    pub const fn when(self, requires: fn(&crate::config::Config) -> Availability) -> ToolDef {
         ToolDef {
             requires: Some(requires),
             ..self
@@ -108,9 +108,9 @@ impl ToolDef {
 
     /// The built-in availability of a tool: whether it has an executor. Peer tools need a
     /// runtime with a live peer (`Runtime::availability`); on their own they are unavailable.
-    pub fn availability(&self) -> Availability {
+    pub fn availability(&self, config: &crate::config::Config) -> Availability {
         match self.exec {
-            Exec::Local(_) => self.requires.map_or_else(Availability::yes, |f| f()),
+            Exec::Local(_) => self.requires.map_or_else(Availability::yes, |f| f(config)),
             Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
         }

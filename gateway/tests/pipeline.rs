@@ -109,19 +109,20 @@ fn a_missing_required_field_is_named() {
 }
 
 #[test]
-fn an_unimplemented_tool_reports_not_implemented_and_never_runs() {
+fn an_unavailable_tool_says_why_and_never_runs() {
+    // A peer tool without a broker: unavailable, with the reason, through every path.
     let rt = runtime("full");
     let e = respond(rt.call(
         &session(),
         Via::Direct,
-        "voice_record",
-        json!({"seconds": 1}),
+        "web_fetch",
+        json!({"url": "https://example.com"}),
     ));
     assert_eq!(
         e,
         ToolError::Unavailable {
-            tool: "voice_record".into(),
-            reason: "not implemented".into()
+            tool: "web_fetch".into(),
+            reason: "no MQTT broker configured".into()
         }
     );
 }

@@ -24,7 +24,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 
 /// One run of a program.
 pub struct Cmd {
-    program: &'static str,
+    program: String,
     timeout: Duration,
     env: Vec<(&'static str, String)>,
 }
@@ -43,9 +43,9 @@ pub struct Output {
 
 impl Cmd {
     /// `program`, stopped after `timeout`.
-    pub fn new(program: &'static str, timeout: Duration) -> Cmd {
+    pub fn new(program: impl Into<String>, timeout: Duration) -> Cmd {
         Cmd {
-            program,
+            program: program.into(),
             timeout,
             env: Vec::new(),
         }
@@ -60,7 +60,7 @@ impl Cmd {
     /// Runs with `args`; a non-zero exit is an error naming the program and its first stderr
     /// line.
     pub fn run(self, cx: &Cx<'_>, args: &[&str]) -> Result<String, CallError> {
-        let program = self.program;
+        let program = self.program.clone();
         let out = self.output(cx, args)?;
         if !out.success {
             return Err(cx.fail(format!(
@@ -74,7 +74,7 @@ impl Cmd {
 
     /// Runs with `args` and returns what happened, whatever the exit status.
     pub fn output(self, cx: &Cx<'_>, args: &[&str]) -> Result<Output, CallError> {
-        let program = self.program;
+        let program = self.program.as_str();
         let path =
             find_program(program).ok_or_else(|| cx.fail(format!("{program} is not installed")))?;
         let mut cmd = Command::new(path);

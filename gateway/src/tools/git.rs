@@ -30,7 +30,7 @@ const MAX_DIFF_LINES: usize = 3000;
 /// The most paths one call names.
 const MAX_PATHS: usize = 200;
 
-fn needs_git() -> Availability {
+fn needs_git(_: &crate::config::Config) -> Availability {
     match find_program("git") {
         Some(_) => Availability::yes(),
         None => Availability::no("git is not installed"),

@@ -10,5 +10,5 @@ pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::peer(&c::TTS_SYNTHESIZE),
     ToolDef::peer(&c::TRANSCRIBE_AUDIO),
     ToolDef::peer(&c::PLOT_SERIES),
-    ToolDef::missing(&c::CAMERA_SNAPSHOT),
+    super::voice::CAMERA,
 ];

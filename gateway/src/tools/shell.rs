@@ -451,7 +451,7 @@ fn process_kill(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 
 // ---- tmux ---------------------------------------------------------------------------------
 
-fn needs_tmux() -> Availability {
+fn needs_tmux(_: &crate::config::Config) -> Availability {
     match find_program("tmux") {
         Some(_) => Availability::yes(),
         None => Availability::no("tmux is not installed"),

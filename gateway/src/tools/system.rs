@@ -36,7 +36,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether systemd runs this system: `/run/systemd/system` exists (what `sd_booted()` checks)
 /// and `systemctl` is installed.
-fn needs_systemd() -> Availability {
+fn needs_systemd(_: &crate::config::Config) -> Availability {
     if !Path::new("/run/systemd/system").is_dir() {
         return Availability::no("systemd is not running on this system");
     }
