@@ -34,7 +34,7 @@ pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, T
 pub use memory::{Memory, MemoryHit};
 pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
 pub use readings::Reading;
-pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
+pub use schedules::{next_cron_run, BadSchedule, Claimed, Schedule, ScheduleAction, ScheduleTrigger};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
 pub use subagents::{SubAgent, SubAgentCall, SubAgentState};
 pub use usage::TurnUsage;
