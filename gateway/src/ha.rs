@@ -43,6 +43,10 @@ impl HaTopics {
     pub fn state(&self, device: &str) -> String {
         format!("{}/{}/ha/{device}/state", self.prefix, self.gateway)
     }
+    /// Where a switch's refused or failed commands are reported.
+    pub fn error(&self, device: &str) -> String {
+        format!("{}/{}/ha/{device}/error", self.prefix, self.gateway)
+    }
     /// The filter for every switch command.
     pub fn set_filter(&self) -> String {
         format!("{}/{}/ha/+/set", self.prefix, self.gateway)
@@ -217,16 +221,33 @@ mod tests {
             gateway: "gw1".into(),
         };
         let mut board = BoardDef::sim();
-        let light = board.device.iter().find(|d| d.name == "light").unwrap().clone();
+        let light = board
+            .device
+            .iter()
+            .find(|d| d.name == "light")
+            .unwrap()
+            .clone();
         let v = &configs_for(&t, &board, &light, None)[0].1;
         assert_eq!(v["name"], "light");
         assert_eq!(v["device"]["sw_version"], env!("CARGO_PKG_VERSION"));
-        let climate = board.device.iter().find(|d| d.name == "climate").unwrap().clone();
+        let climate = board
+            .device
+            .iter()
+            .find(|d| d.name == "climate")
+            .unwrap()
+            .clone();
         let names: Vec<Value> = configs_for(&t, &board, &climate, None)
             .into_iter()
             .map(|(_, v)| v["name"].clone())
             .collect();
-        assert_eq!(names, ["climate temperature", "climate humidity", "climate pressure"]);
+        assert_eq!(
+            names,
+            [
+                "climate temperature",
+                "climate humidity",
+                "climate pressure"
+            ]
+        );
         // An SCD4x named after its main quantity: "co2", not "co2 co2".
         let mut co2 = climate.clone();
         co2.name = "co2".into();

@@ -647,7 +647,10 @@ fn a_sample_due_a_few_milliseconds_after_the_tick_is_taken_on_that_tick() {
     let now = std::time::Instant::now();
     let mut last = std::collections::HashMap::new();
     for name in ["climate", "light"] {
-        last.insert(name.to_string(), now - std::time::Duration::from_millis(59_990));
+        last.insert(
+            name.to_string(),
+            now - std::time::Duration::from_millis(59_990),
+        );
     }
     let due = covo::tools::sensors::sample_due(&rt, &mut last);
     assert_eq!(due.len(), 2, "both 60 s sensors are due: {due:?}");

@@ -47,6 +47,7 @@ pub struct Hardware {
     no_delays: std::sync::atomic::AtomicBool,
     mcus: Mutex<BTreeMap<String, crate::mcu::McuLink>>,
     mcu_sims: Mutex<BTreeMap<String, covo_mcu_core::SimHandle>>,
+    gpio_writes: std::sync::atomic::AtomicU64,
 }
 
 impl Hardware {
@@ -83,6 +84,7 @@ impl Hardware {
             no_delays: Default::default(),
             mcus: Default::default(),
             mcu_sims: Default::default(),
+            gpio_writes: Default::default(),
         }
     }
 
@@ -153,6 +155,7 @@ impl Hardware {
             no_delays: Default::default(),
             mcus: Default::default(),
             mcu_sims: Default::default(),
+            gpio_writes: Default::default(),
         })
     }
 
@@ -419,7 +422,47 @@ impl Hardware {
 
     /// Drives a line.
     pub fn gpio_write(&self, pin: u32, high: bool) -> Result<(), HwError> {
-        self.with_line(pin, true, |l| l.write(high))
+        self.with_line(pin, true, |l| l.write(high))?;
+        self.gpio_writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// How many GPIO writes have succeeded since the board was opened: a cheap way to notice
+    /// that some output changed, whatever path wrote it.
+    pub fn gpio_write_count(&self) -> u64 {
+        self.gpio_writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The level of an output line without taking it over: the driven level of a line this
+    /// process holds, or (on Linux) the line's value read with its direction left as it is
+    /// and released at once, so a later write can still request it as an output.
+    pub fn gpio_output_level(&self, pin: u32) -> Result<bool, HwError> {
+        let held = self
+            .lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&pin);
+        if held || self.sim.is_some() {
+            return self.gpio_read(pin);
+        }
+        self.read_linux_line_as_is(pin)
+    }
+
+    #[cfg(all(target_os = "linux", feature = "linux"))]
+    fn read_linux_line_as_is(&self, pin: u32) -> Result<bool, HwError> {
+        let chip = self
+            .def
+            .pins
+            .chip
+            .clone()
+            .unwrap_or_else(|| "/dev/gpiochip0".into());
+        Ok(crate::backend::read_line_as_is(&chip, pin)?)
+    }
+
+    #[cfg(not(all(target_os = "linux", feature = "linux")))]
+    fn read_linux_line_as_is(&self, _pin: u32) -> Result<bool, HwError> {
+        Err(HwError::Open("this build has no GPIO backend".into()))
     }
 
     /// Waits for an edge, up to `timeout`.

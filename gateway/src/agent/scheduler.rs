@@ -31,7 +31,11 @@ pub fn claim_due(rt: &Runtime, now: DateTime<Utc>) -> Result<Vec<Schedule>, Stor
             "schedule #{} could not run and was cancelled: {}",
             bad.id, bad.error
         );
-        let channel = if bad.channel.is_empty() { "cli" } else { &bad.channel };
+        let channel = if bad.channel.is_empty() {
+            "cli"
+        } else {
+            &bad.channel
+        };
         if let Err(e) = rt.user_io().send(channel, &text) {
             tracing::warn!(schedule = bad.id, error = %e, "could not report the invalid schedule");
         }

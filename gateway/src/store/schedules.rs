@@ -367,7 +367,10 @@ impl Store {
                  ORDER BY next_run, id",
             )?;
             let it = stmt.query_map([fmt_time(now)], |r| {
-                Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default()))
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                ))
             })?;
             it.collect::<Result<_, _>>()?
         };
@@ -548,25 +551,41 @@ mod tests {
             // expression croner refuses.
             conn.execute("UPDATE schedules SET arguments = '{bad' WHERE id = ?1", [b])
                 .unwrap();
-            conn.execute("UPDATE schedules SET cron = 'not a cron' WHERE id = ?1", [d])
-                .unwrap();
+            conn.execute(
+                "UPDATE schedules SET cron = 'not a cron' WHERE id = ?1",
+                [d],
+            )
+            .unwrap();
         }
         let at = now + Duration::minutes(6);
         let claimed = s.claim_due_schedules(at).unwrap();
         let ids: Vec<i64> = claimed.jobs.iter().map(|j| j.id).collect();
-        assert_eq!(ids, vec![a, c], "the good jobs around the bad rows are claimed");
+        assert_eq!(
+            ids,
+            vec![a, c],
+            "the good jobs around the bad rows are claimed"
+        );
         let bad: Vec<i64> = claimed.bad.iter().map(|j| j.id).collect();
         assert_eq!(bad, vec![b, d]);
-        assert!(claimed.bad[0].error.contains("bad arguments"), "{:?}", claimed.bad);
+        assert!(
+            claimed.bad[0].error.contains("bad arguments"),
+            "{:?}",
+            claimed.bad
+        );
         assert!(claimed.bad[1].error.contains("not a cron") || !claimed.bad[1].error.is_empty());
         assert_eq!(claimed.bad[0].channel, "cli");
         // The good jobs were marked (not due again at once), the bad ones cancelled.
         assert!(s.claim_due_schedules(at).unwrap().jobs.is_empty());
-        assert!(s.claim_due_schedules(at).unwrap().bad.is_empty(), "reported once");
+        assert!(
+            s.claim_due_schedules(at).unwrap().bad.is_empty(),
+            "reported once"
+        );
         assert_eq!(s.schedule(a).unwrap().unwrap().runs, 1);
         let status: String = s
             .conn()
-            .query_row("SELECT status FROM schedules WHERE id = ?1", [b], |r| r.get(0))
+            .query_row("SELECT status FROM schedules WHERE id = ?1", [b], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(status, "cancelled");
         // The marks survive: a new connection sees them.

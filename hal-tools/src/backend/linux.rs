@@ -181,6 +181,23 @@ pub fn open_line(
     }))
 }
 
+/// Reads one line's value with its direction left as it is (uAPI v2 "as-is"), releasing it at
+/// once: the level of an output another request drove, without reconfiguring it.
+pub fn read_line_as_is(chip: impl AsRef<Path>, offset: u32) -> Result<bool, BusError> {
+    let chip = chip.as_ref();
+    let request = Request::builder()
+        .on_chip(chip)
+        .with_consumer("covo")
+        .with_line(offset)
+        .as_is()
+        .request()
+        .map_err(|e| gpio_error(chip, offset, &e))?;
+    let v = request
+        .value(offset)
+        .map_err(|e| gpio_error(chip, offset, &e))?;
+    Ok(v == Value::Active)
+}
+
 struct GpioLine {
     request: Request,
     chip: PathBuf,

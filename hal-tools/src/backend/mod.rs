@@ -41,7 +41,7 @@ pub use sysfs::{list_ports, list_ports_in, match_port, PortInfo, SysfsPwm};
 #[cfg(all(target_os = "linux", feature = "linux"))]
 mod linux;
 #[cfg(all(target_os = "linux", feature = "linux"))]
-pub use linux::{open_i2c, open_line, open_serial, open_spi};
+pub use linux::{open_i2c, open_line, open_serial, open_spi, read_line_as_is};
 
 /// An SPI device (one chip select) as the tools use it: embedded-hal's `SpiDevice` with
 /// [`BusError`], so crates.io drivers run on it unchanged.
