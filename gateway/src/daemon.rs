@@ -150,6 +150,10 @@ fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::Sender<Message>) {
 /// How many swarm calls from other gateways run here at once; more are answered `busy`.
 pub const SWARM_SLOTS: usize = 8;
 
+/// Threads of `covo run`'s blocking pool (tool calls, SQLite, schedule runs); more blocking
+/// work waits for one. Above [`SWARM_SLOTS`], so swarm calls never take them all.
+pub const BLOCKING_THREADS: usize = 16;
+
 /// How often the loop looks for GPIO writes made by other paths (and for reconnects).
 pub const SWITCH_CHECK: Duration = Duration::from_millis(500);
 
@@ -337,7 +341,8 @@ pub async fn serve(
     let mut connects = link.map_or(0, |l| l.connects());
     let mut link_check = tokio::time::interval(SWITCH_CHECK);
     let mut retention = tokio::time::interval(crate::store::retention::EVERY);
-    let mut sampled: HashMap<String, Instant> = HashMap::new();
+    let sampled: Arc<std::sync::Mutex<HashMap<String, Instant>>> = Default::default();
+    let mut sampling: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -384,8 +389,13 @@ pub async fn serve(
                     connects = l.connects();
                     tracing::info!("MQTT reconnected: announcing to Home Assistant again");
                     announce(&rt, l, &switches);
-                } else if let Some(l) = link {
-                    publish_switch_states(&rt, l, &switches, false);
+                } else if link.is_some() && switches_changed(&rt, &switches) {
+                    let (rt2, sw) = (rt.clone(), switches.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(l) = rt2.peer_link() {
+                            publish_switch_states(&rt2, l, &sw, false);
+                        }
+                    });
                 }
                 agents.evict_idle(Instant::now());
                 while jobs.try_join_next().is_some() {}
@@ -426,20 +436,27 @@ pub async fn serve(
                         }
                     });
                 }
-                let rt2 = rt.clone();
-                let mut last = std::mem::take(&mut sampled);
-                let (last, samples) = tokio::task::spawn_blocking(move || {
-                    let s = crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every);
-                    (last, s)
-                })
-                .await?;
-                sampled = last;
-                for (name, r) in samples {
-                    match (r, link, &topics) {
-                        (Ok(v), Some(l), Some(t)) => publish_json(l, &t.sensor(&name), &telemetry(&v), true),
-                        (Ok(_), _, _) => {}
-                        (Err(e), _, _) => tracing::warn!(sensor = name, error = e, "sampling failed"),
-                    }
+                // Sampled and published on the blocking pool (a bus may be busy with a slow
+                // call); one round at a time: a tick that finds the last one running skips.
+                if sampling.as_ref().is_none_or(|h| h.is_finished()) {
+                    let (rt2, last, topics2) = (rt.clone(), sampled.clone(), topics.clone());
+                    sampling = Some(tokio::task::spawn_blocking(move || {
+                        let samples = {
+                            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+                            crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every)
+                        };
+                        for (name, r) in samples {
+                            match (r, &topics2) {
+                                (Ok(v), Some(t)) => {
+                                    if let Some(l) = rt2.peer_link() {
+                                        publish_json(l, &t.sensor(&name), &telemetry(&v), true);
+                                    }
+                                }
+                                (Ok(_), None) => {}
+                                (Err(e), _) => tracing::warn!(sensor = name, error = e, "sampling failed"),
+                            }
+                        }
+                    }));
                 }
             }
         }
@@ -467,15 +484,20 @@ fn ha_topics(l: &PeerLink) -> crate::ha::HaTopics {
 }
 
 /// Publishes the Home Assistant discovery configs (retained) for every declared device, then
-/// every switch's state.
-fn announce(rt: &Runtime, l: &PeerLink, switches: &Switches) {
+/// (on the blocking pool: reading a line may wait for the board) every switch's state.
+fn announce(rt: &Arc<Runtime>, l: &PeerLink, switches: &Switches) {
     for (topic, v) in crate::ha::all_configs(&ha_topics(l), rt.board().def()) {
         publish_json(l, &topic, &v, true);
     }
-    publish_switch_states(rt, l, switches, true);
+    let (rt, sw) = (rt.clone(), switches.clone());
+    tokio::task::spawn_blocking(move || {
+        if let Some(l) = rt.peer_link() {
+            publish_switch_states(&rt, l, &sw, true);
+        }
+    });
 }
 
-/// What the loop last published of each switch, and the board's GPIO write count then.
+/// What was last published of each switch, and the board's GPIO write count then.
 #[derive(Default)]
 struct SwitchStates {
     writes: Option<u64>,
@@ -484,10 +506,25 @@ struct SwitchStates {
 
 type Switches = Arc<std::sync::Mutex<SwitchStates>>;
 
+/// Whether a GPIO write happened since the switches were last published: one atomic load, so
+/// the loop checks it every [`SWITCH_CHECK`] and reads the lines (on the blocking pool) only
+/// when something was written. An unopened board has had no writes.
+fn switches_changed(rt: &Runtime, switches: &Switches) -> bool {
+    let Some(hw) = rt.board().opened() else {
+        return false;
+    };
+    let writes = hw.gpio_write_count();
+    match switches.try_lock() {
+        Ok(st) => st.writes != Some(writes),
+        // A check is already reading the lines.
+        Err(_) => false,
+    }
+}
+
 /// Publishes (retained) the level of every `gpio_out` device as read from the board: all of
-/// them when `force`, otherwise only those that changed, and only after a GPIO write (the
-/// board counts them, so an idle check costs one atomic load). A level that cannot be read is
-/// logged and left unpublished.
+/// them when `force`, otherwise only those that changed since the last publish. A level that
+/// cannot be read is logged and left unpublished. Blocking: a line may be held by a slow
+/// call (`gpio_wait_edge`), so this runs on the blocking pool, never on the loop.
 fn publish_switch_states(rt: &Runtime, l: &PeerLink, switches: &Switches, force: bool) {
     let outputs: Vec<(&str, u32)> = rt
         .board()

@@ -67,6 +67,11 @@ impl Board {
             .clone()
     }
 
+    /// The hardware if it has been opened (and opened well); never opens it.
+    pub fn opened(&self) -> Option<Arc<Hardware>> {
+        self.hw.get().and_then(|r| r.as_ref().ok()).cloned()
+    }
+
     /// Why a hardware toolset cannot work on this board, if it cannot.
     pub fn missing(&self, toolset: &str) -> Option<String> {
         let d = &self.def;

@@ -40,7 +40,8 @@ pub enum HwError {
 pub struct Hardware {
     def: BoardDef,
     i2c: BTreeMap<u8, Mutex<DynI2c>>,
-    lines: Mutex<BTreeMap<u32, Box<dyn Line>>>,
+    /// One lock per line: a call waiting on one line (an edge) never holds up another.
+    lines: Mutex<BTreeMap<u32, std::sync::Arc<Mutex<Box<dyn Line>>>>>,
     pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
     spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
@@ -379,11 +380,18 @@ impl Hardware {
         output: bool,
         f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>,
     ) -> Result<T, HwError> {
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let line = match lines.entry(pin) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(self.open_line(pin, output)?),
+        let line = {
+            let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+            match lines.entry(pin) {
+                std::collections::btree_map::Entry::Occupied(e) => e.get().clone(),
+                std::collections::btree_map::Entry::Vacant(e) => e
+                    .insert(std::sync::Arc::new(Mutex::new(
+                        self.open_line(pin, output)?,
+                    )))
+                    .clone(),
+            }
         };
+        let mut line = line.lock().unwrap_or_else(|p| p.into_inner());
         Ok(f(line.as_mut())?)
     }
 
