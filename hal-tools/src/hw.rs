@@ -36,12 +36,15 @@ pub enum HwError {
     Open(String),
 }
 
+/// One opened line behind its own lock.
+type SharedLine = std::sync::Arc<Mutex<Box<dyn Line>>>;
+
 /// One board, opened.
 pub struct Hardware {
     def: BoardDef,
     i2c: BTreeMap<u8, Mutex<DynI2c>>,
     /// One lock per line: a call waiting on one line (an edge) never holds up another.
-    lines: Mutex<BTreeMap<u32, std::sync::Arc<Mutex<Box<dyn Line>>>>>,
+    lines: Mutex<BTreeMap<u32, SharedLine>>,
     pwm: BTreeMap<u32, Mutex<Box<dyn Pwm>>>,
     spi: BTreeMap<(u8, u8), Mutex<Box<dyn SpiDev>>>,
     sim: Option<SimBoard>,
