@@ -60,8 +60,13 @@ pub fn key_time(key: i64) -> i64 {
     key >> SERIES_BITS
 }
 
+/// A window's bound as Unix seconds, clamped to the epoch (no reading is older): a bound
+/// before year 1, which RFC 3339 cannot parse, is the epoch too.
 fn secs(t: &str) -> Result<i64, StoreError> {
-    Ok(parse_time(t)?.timestamp())
+    if t.starts_with('-') {
+        return Ok(0);
+    }
+    Ok(parse_time(t)?.timestamp().max(0))
 }
 
 /// One stored reading.
