@@ -240,8 +240,10 @@ pub struct StoreConfig {
     pub audit_rows: Option<u64>,
     /// Days of conversation turns kept (default 180).
     pub turns_days: Option<u64>,
-    /// Conversation turns kept (default 100,000).
+    /// Conversation turns kept (default 50,000).
     pub turns_rows: Option<u64>,
+    /// How often `covo run` prunes, in seconds (default 600).
+    pub prune_every_secs: Option<u64>,
 }
 
 /// `[swarm]`: what this gateway lets other gateways on the broker call (`swarm_call`).

@@ -340,7 +340,13 @@ pub async fn serve(
     // state: announce again whenever the link's connection count moves.
     let mut connects = link.map_or(0, |l| l.connects());
     let mut link_check = tokio::time::interval(SWITCH_CHECK);
-    let mut retention = tokio::time::interval(crate::store::retention::EVERY);
+    let mut retention = tokio::time::interval(
+        rt.config()
+            .store
+            .prune_every_secs
+            .map(|s| Duration::from_secs(s.max(1)))
+            .unwrap_or(crate::store::retention::EVERY),
+    );
     let sampled: Arc<std::sync::Mutex<HashMap<String, Instant>>> = Default::default();
     let mut sampling: Option<tokio::task::JoinHandle<()>> = None;
     loop {
@@ -650,9 +656,13 @@ fn start_chat(
         );
         return;
     }
+    // The conversation is registered in the store by the turn's task, off this loop.
     let Some(agent) = agents.get_or_make(&session, Instant::now(), || {
-        let s = agent::new_session(rt, "mqtt", &format!("mqtt chat {session}"));
-        Agent::new(rt.clone(), model.clone(), s)
+        Agent::new(
+            rt.clone(),
+            model.clone(),
+            crate::exec::Session::new(String::new(), "mqtt"),
+        )
     }) else {
         publish_json(
             link,
@@ -668,6 +678,21 @@ fn start_chat(
     let (rt, t, token) = (rt.clone(), t.clone(), stop.child_token());
     turns.spawn(async move {
         let mut agent = agent.lock().await;
+        if agent.session().id.is_empty() {
+            let (rt2, title) = (rt.clone(), format!("mqtt chat {session}"));
+            match tokio::task::spawn_blocking(move || agent::new_session(&rt2, "mqtt", &title))
+                .await
+            {
+                Ok(s) => agent.reset(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not register the chat session");
+                    agent.reset(crate::exec::Session::new(
+                        format!("transient-mqtt-{session}"),
+                        "mqtt",
+                    ));
+                }
+            }
+        }
         if let Some(link) = rt.peer_link() {
             chat_turn(link, &t, &mut agent, session, &text, &token).await;
         }

@@ -17,7 +17,7 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
         .enable_all()
         .max_blocking_threads(covo::daemon::BLOCKING_THREADS)
         .build()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
         let s = stop.clone();
         tokio::spawn(async move {
@@ -36,6 +36,10 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             s.cancel();
         });
         covo::daemon::serve(rt, model, stop).await
-    })?;
+    });
+    // A tool still running on the blocking pool (a long wait) does not hold the exit up for
+    // more than a few seconds.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
