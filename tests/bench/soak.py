@@ -12,7 +12,7 @@ COVO_BIN picks the binary (default: target/release/covo, built if missing).
 It reports, and checks against the targets:
 - RSS after warm-up (the first tenth of the turns) and at the end: growth <= 1 MiB;
 - open file descriptors and threads at idle before and after: back to their idle counts
-  (threads may differ by the blocking pool's idle keep-alive: measured after 12 s of quiet);
+  (measured after 12 s of quiet; the blocking pool's threads exit after 2 s idle);
 - the database within its [store] limits (`covo store stats`);
 - every chat message answered exactly once, every HA command carried out exactly once
   (audit rows with via = mqtt), nothing lost silently.
@@ -127,6 +127,18 @@ class Broker:
         self.proc.wait()
 
 
+def thread_names(pid):
+    names = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/comm") as f:
+                n = f.read().strip()
+        except OSError:
+            continue
+        names[n] = names.get(n, 0) + 1
+    return names
+
+
 def proc_stats(pid):
     rss = 0
     with open(f"/proc/{pid}/status") as f:
@@ -134,7 +146,7 @@ def proc_stats(pid):
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
     return {"rss_kib": rss, "fds": len(os.listdir(f"/proc/{pid}/fd")),
-            "threads": len(os.listdir(f"/proc/{pid}/task"))}
+            "threads": len(os.listdir(f"/proc/{pid}/task")), "thread_names": thread_names(pid)}
 
 
 def main():
@@ -195,6 +207,7 @@ def main():
     cli.connect("127.0.0.1", broker.port)
     cli.loop_start()
     time.sleep(3)
+    idle = proc_stats(daemon.pid)
 
     def answered():
         with answers_lock:
@@ -222,7 +235,11 @@ def main():
             cli.publish("covo/soak/ha/relay/set", "ON" if ha_sent % 2 == 0 else "OFF", qos=1)
             ha_sent += 1
         if warm is None and sent >= TURNS // 10:
-            time.sleep(1)
+            # After warm-up, measured like the end: everything answered, then 12 s of quiet
+            # (the blocking pool's idle threads exit after 2 s).
+            with got_answer:
+                got_answer.wait_for(lambda: len(answers.get("_all", [])) >= sent, timeout=60)
+            time.sleep(12)
             warm = proc_stats(daemon.pid)
         if restart_every and sent % restart_every == 0 and restarts < RESTARTS:
             # Let what is in flight finish, then take the broker away.
@@ -234,7 +251,7 @@ def main():
     with got_answer:
         got_answer.wait_for(lambda: len(answers.get("_all", [])) >= sent, timeout=120)
     elapsed = time.time() - t0
-    # Quiet: the blocking pool's idle threads exit after 10 s.
+    # Quiet: the blocking pool's idle threads exit after 2 s idle.
     time.sleep(12)
     end = proc_stats(daemon.pid)
     stats = json.loads(subprocess.run([covo, "--config", cfg, "store", "stats"], env=env, cwd=work,
@@ -258,7 +275,7 @@ def main():
         "turns_sent": sent, "answers": len(all_answers), "failed_answers": len(failed),
         "model_requests": Model.served, "ha_commands": ha_sent, "ha_audited": ha_audit,
         "ha_states_seen": len(states), "broker_restarts": restarts, "seconds": round(elapsed, 1),
-        "warm": warm, "end": end,
+        "idle_at_start": idle, "warm": warm, "end": end,
         "rss_growth_kib": end["rss_kib"] - warm["rss_kib"] if warm else None,
         "db": {k: stats[k] for k in ("file_bytes", "wal_bytes", "used_bytes")},
         "readings_rows": stats["readings"]["rows"], "audit_rows": stats["audit"]["rows"],

@@ -11,11 +11,13 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
     let rt = Arc::new(rt);
     let model = super::chat::model(&rt);
     // One thread runs the loop; blocking work (tools, SQLite, the peer link) goes to a pool of
-    // at most BLOCKING_THREADS threads, which exit after 10 s idle, so an idle daemon keeps
-    // only the loop's and the MQTT driver's threads.
+    // at most BLOCKING_THREADS threads, which exit after 2 s idle (the periodic sampling and
+    // checks wake idle threads in turn, so a longer keep-alive kept a burst's threads for
+    // minutes), so an idle daemon keeps only the loop's and the MQTT driver's threads.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(covo::daemon::BLOCKING_THREADS)
+        .thread_keep_alive(std::time::Duration::from_secs(2))
         .build()?;
     let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
