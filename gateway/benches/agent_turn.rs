@@ -4,6 +4,10 @@
 //! real provider must, and answers instantly. Two turns are measured: a direct answer (hooks,
 //! request encoding, state machine), and one tool call then an answer. The tool's own cost is
 //! measured in the same run by calling it directly through the pipeline, and subtracted.
+//!
+//! The first figures leave persistence off (the loop alone); the "persisted" ones write every
+//! turn, the usage and the audit row to the real store, SQLite on disk in a temporary folder,
+//! as `covo chat` and `covo run` do.
 
 use covo::agent::{Agent, Silent};
 use covo::config::Config;
@@ -118,6 +122,54 @@ fn bench(c: &mut Criterion) {
             let r = tokio.block_on(agent.turn("what does sensor_read take?", &token, &mut Silent));
             agent.reset(Session::new("bench", "cli"));
             black_box(r)
+        })
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(
+        Runtime::new(covo::tools::options(Config::default()))
+            .unwrap()
+            .with_store(Store::open_in(dir.path()).unwrap()),
+    );
+    g.bench_function("direct answer, persisted (SQLite on disk)", |b| {
+        let mut agent = Agent::new(
+            disk.clone(),
+            Some(answer_only.clone()),
+            Session::new("bench", "cli"),
+        );
+        b.iter(|| {
+            let r = tokio.block_on(agent.turn("how warm is it?", &token, &mut Silent));
+            agent.reset(Session::new("bench", "cli"));
+            black_box(r)
+        })
+    });
+    g.bench_function(
+        "one tool call then answer, persisted (SQLite on disk)",
+        |b| {
+            let mut agent = Agent::new(
+                disk.clone(),
+                Some(with_tool.clone()),
+                Session::new("bench", "cli"),
+            );
+            b.iter(|| {
+                let r =
+                    tokio.block_on(agent.turn("what does sensor_read take?", &token, &mut Silent));
+                agent.reset(Session::new("bench", "cli"));
+                black_box(r)
+            })
+        },
+    );
+    g.bench_function("the tool alone, SQLite on disk (subtract)", |b| {
+        let s = Session::new("bench", "cli");
+        b.iter(|| {
+            black_box(
+                disk.call(
+                    &s,
+                    Via::Direct,
+                    "tool_describe",
+                    json!({"name": "sensor_read"}),
+                )
+                .unwrap(),
+            )
         })
     });
     g.bench_function("the tool alone (subtract)", |b| {

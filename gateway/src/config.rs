@@ -121,6 +121,9 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     /// How often due schedules are checked, in seconds (default 15).
     pub schedule_poll_secs: Option<u64>,
+    /// The most a conversation's history may hold before a turn, in estimated tokens (about
+    /// four bytes each; default 12,000). Older exchanges are dropped whole, oldest first.
+    pub history_tokens: Option<usize>,
 }
 
 /// The MQTT link to the cloud peer (`[mqtt]`). Without this section nothing connects.
@@ -213,6 +216,34 @@ pub struct RunConfig {
     /// With MQTT on, declared sensors without `sample_interval_secs` are sampled (and their
     /// telemetry published) this often, in seconds (default 60).
     pub telemetry_secs: Option<u64>,
+    /// Chat sessions kept in memory at once (default 32). A new session beyond it evicts the
+    /// least recently used idle one; when every one is busy it is refused.
+    pub max_sessions: Option<usize>,
+    /// A chat session unused this long is evicted, in seconds (default 1800). Its conversation
+    /// stays in the store; a later message on it starts a new one.
+    pub session_idle_secs: Option<u64>,
+}
+
+/// `[store]`: how much of the growing tables the database keeps. Each table is pruned by age
+/// and by row count, whichever bites first, in small batches while `covo run` runs (and by
+/// `covo store prune`). `0` turns a limit off.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Days of sensor readings kept (default 400).
+    pub readings_days: Option<u64>,
+    /// Sensor reading rows kept (default 2,200,000: a year of 4 quantities a minute).
+    pub readings_rows: Option<u64>,
+    /// Days of audit-log entries kept (default 90).
+    pub audit_days: Option<u64>,
+    /// Audit-log rows kept (default 200,000).
+    pub audit_rows: Option<u64>,
+    /// Days of conversation turns kept (default 180).
+    pub turns_days: Option<u64>,
+    /// Conversation turns kept (default 50,000).
+    pub turns_rows: Option<u64>,
+    /// How often `covo run` prunes, in seconds (default 600).
+    pub prune_every_secs: Option<u64>,
 }
 
 /// `[swarm]`: what this gateway lets other gateways on the broker call (`swarm_call`).
@@ -312,6 +343,9 @@ pub struct Config {
     /// The camera.
     #[serde(default)]
     pub camera: CameraConfig,
+    /// Retention of the growing tables.
+    #[serde(default)]
+    pub store: StoreConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

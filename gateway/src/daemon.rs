@@ -12,8 +12,17 @@
 //! - `P/G/sensors/<name>`: retained `{"<quantity>": {"value","unit"}, "at"}` on every sample.
 //! - `homeassistant/…/config`: discovery (see [`crate::ha`]), on connect and whenever
 //!   `homeassistant/status` says `online`.
-//! - `P/G/ha/<device>/set` (`ON`/`OFF`) → `gpio_write` through the pipeline →
-//!   `P/G/ha/<device>/state` (retained) when it was allowed and worked.
+//! - `P/G/ha/<device>/set` (`ON`/`OFF`) → `gpio_write` through the pipeline.
+//! - `P/G/ha/<device>/state` (retained `ON`/`OFF`): every `gpio_out` device's level, read from
+//!   the board, at start, on every announce, after every Home Assistant command and within
+//!   [`SWITCH_CHECK`] of a GPIO write from any other path (chat, schedule, watch, swarm).
+//! - `P/G/ha/<device>/error`: `{"device","command","error":{"kind","message",…}}` when a
+//!   command is refused or fails (also logged in plain words).
+//!
+//! Blocking work (tool calls, SQLite, schedule runs) runs off this loop, on the runtime's
+//! bounded blocking pool, so a slow tool never holds up telemetry or Home Assistant. Chat
+//! sessions are bounded (`[run] max_sessions`) and evicted when idle (`[run]
+//! session_idle_secs`).
 //!
 //! Destructive tools asked for over MQTT are declined (nobody is there to approve them) unless
 //! `[run] approve = true`.
@@ -141,6 +150,111 @@ fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::Sender<Message>) {
 /// How many swarm calls from other gateways run here at once; more are answered `busy`.
 pub const SWARM_SLOTS: usize = 8;
 
+/// Threads of `covo run`'s blocking pool (tool calls, SQLite, schedule runs); more blocking
+/// work waits for one. Above [`SWARM_SLOTS`], so swarm calls never take them all.
+pub const BLOCKING_THREADS: usize = 16;
+
+/// How often the loop looks for GPIO writes made by other paths (and for reconnects).
+pub const SWITCH_CHECK: Duration = Duration::from_millis(500);
+
+/// Chat sessions kept at once unless `[run] max_sessions` says otherwise.
+pub const DEFAULT_MAX_SESSIONS: usize = 32;
+/// Seconds before an unused chat session is evicted unless `[run] session_idle_secs` says so.
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 1800;
+/// Batches of claimed schedules running at once; the loop claims no more until one ends, so
+/// due jobs wait in the store rather than in memory.
+pub const SCHEDULE_BATCHES: usize = 2;
+
+/// The chat sessions in memory: one agent each, bounded, the idle ones evicted.
+pub struct Sessions {
+    slots: HashMap<String, Slot>,
+    max: usize,
+    idle: Duration,
+}
+
+struct Slot {
+    agent: Arc<tokio::sync::Mutex<Agent>>,
+    used: Instant,
+}
+
+impl Slot {
+    /// A turn task holds a clone of the agent while it runs or waits.
+    fn busy(&self) -> bool {
+        Arc::strong_count(&self.agent) > 1
+    }
+}
+
+impl Sessions {
+    /// At most `max` sessions (at least 1); one unused for `idle` is evicted.
+    pub fn new(max: usize, idle: Duration) -> Self {
+        Sessions {
+            slots: HashMap::new(),
+            max: max.max(1),
+            idle,
+        }
+    }
+
+    /// How many sessions are in memory.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Drops every idle session unused for longer than the idle time; returns how many.
+    pub fn evict_idle(&mut self, now: Instant) -> usize {
+        let before = self.slots.len();
+        let idle = self.idle;
+        self.slots
+            .retain(|_, s| s.busy() || now.duration_since(s.used) < idle);
+        let n = before - self.slots.len();
+        if n > 0 {
+            tracing::info!(evicted = n, "chat sessions evicted after being idle");
+        }
+        n
+    }
+
+    /// The agent of `session`, made with `make` when new. `None` when the table is full of
+    /// busy sessions; a new session otherwise evicts the least recently used idle one.
+    fn get_or_make(
+        &mut self,
+        session: &str,
+        now: Instant,
+        make: impl FnOnce() -> Agent,
+    ) -> Option<Arc<tokio::sync::Mutex<Agent>>> {
+        if let Some(s) = self.slots.get_mut(session) {
+            s.used = now;
+            return Some(s.agent.clone());
+        }
+        self.evict_idle(now);
+        if self.slots.len() >= self.max {
+            let lru = self
+                .slots
+                .iter()
+                .filter(|(_, s)| !s.busy())
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| k.clone())?;
+            tracing::info!(
+                session = lru,
+                "chat session evicted: the session table is full"
+            );
+            self.slots.remove(&lru);
+        }
+        let agent = Arc::new(tokio::sync::Mutex::new(make()));
+        self.slots.insert(
+            session.to_string(),
+            Slot {
+                agent: agent.clone(),
+                used: now,
+            },
+        );
+        Some(agent)
+    }
+}
+
 /// Runs the daemon until `stop` is cancelled.
 pub async fn serve(
     rt: Arc<Runtime>,
@@ -167,6 +281,7 @@ pub async fn serve(
         .filter(|_| rt.config().swarm.serve.unwrap_or(true))
         .map(|l| covo_wire::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
     let swarm = Arc::new(crate::swarm::SwarmServer::new());
+    let switches: Switches = Default::default();
     let swarm_slots = Arc::new(tokio::sync::Semaphore::new(SWARM_SLOTS));
     let swarm_session = Arc::new(match swarm_topic {
         Some(_) => agent::new_session(&rt, "swarm", "swarm calls"),
@@ -191,7 +306,7 @@ pub async fn serve(
             subs.push(id);
             forward(r, tx.clone());
         }
-        announce(&rt, l);
+        announce(&rt, l, &switches);
         eprintln!(
             "covo run: MQTT on ({}), chat on {}",
             rt.config()
@@ -211,13 +326,30 @@ pub async fn serve(
     let mut ticker = tokio::time::interval(tick);
     // One agent per chat session, each behind its own lock: turns of one session run in order,
     // turns of different sessions side by side, and none holds up this loop.
-    let mut agents: HashMap<String, Arc<tokio::sync::Mutex<Agent>>> = HashMap::new();
+    let run_cfg = &rt.config().run;
+    let mut agents = Sessions::new(
+        run_cfg.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS),
+        Duration::from_secs(
+            run_cfg
+                .session_idle_secs
+                .unwrap_or(DEFAULT_SESSION_IDLE_SECS),
+        ),
+    );
     let mut turns = tokio::task::JoinSet::new();
+    let mut jobs = tokio::task::JoinSet::new();
     // A reconnect may reach a restarted broker that lost the retained discovery configs and
     // state: announce again whenever the link's connection count moves.
     let mut connects = link.map_or(0, |l| l.connects());
-    let mut link_check = tokio::time::interval(Duration::from_secs(1));
-    let mut sampled: HashMap<String, Instant> = HashMap::new();
+    let mut link_check = tokio::time::interval(SWITCH_CHECK);
+    let mut retention = tokio::time::interval(
+        rt.config()
+            .store
+            .prune_every_secs
+            .map(|s| Duration::from_secs(s.max(1)))
+            .unwrap_or(crate::store::retention::EVERY),
+    );
+    let sampled: Arc<std::sync::Mutex<HashMap<String, Instant>>> = Default::default();
+    let mut sampling: Option<tokio::task::JoinHandle<()>> = None;
     // Microcontroller events feed the watches on their own thread (stopped when this returns).
     let _mcu_events = crate::watch::McuWatcher::spawn(rt.clone());
     loop {
@@ -248,40 +380,92 @@ pub async fn serve(
                     start_chat(&rt, &model, l, t, &mut agents, &mut turns, &m, &stop);
                 } else if m.topic == crate::ha::HA_STATUS {
                     if m.payload == b"online" {
-                        announce(&rt, l);
+                        announce(&rt, l, &switches);
                     }
                 } else if let Some(device) = ha.device_of_set(&m.topic) {
-                    switch(&rt, l, &ha, device, &m.payload);
+                    // The write runs on the blocking pool; its state follows when it is done.
+                    let (rt2, sw, device, payload) =
+                        (rt.clone(), switches.clone(), device.to_string(), m.payload.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(l) = rt2.peer_link() {
+                            switch(&rt2, l, &sw, &device, &payload);
+                        }
+                    });
                 }
             }
             _ = link_check.tick() => {
                 if let Some(l) = link.filter(|l| l.connects() != connects) {
                     connects = l.connects();
                     tracing::info!("MQTT reconnected: announcing to Home Assistant again");
-                    announce(&rt, l);
+                    announce(&rt, l, &switches);
+                } else if link.is_some() && switches_changed(&rt, &switches) {
+                    let (rt2, sw) = (rt.clone(), switches.clone());
+                    tokio::task::spawn_blocking(move || {
+                        if let Some(l) = rt2.peer_link() {
+                            publish_switch_states(&rt2, l, &sw, false);
+                        }
+                    });
                 }
+                agents.evict_idle(Instant::now());
+                while jobs.try_join_next().is_some() {}
+            }
+            _ = retention.tick() => {
+                let rt2 = rt.clone();
+                tokio::task::spawn_blocking(move || {
+                    if let Ok(store) = rt2.store() {
+                        let limits = crate::store::retention::Limits::from_config(&rt2.config().store);
+                        match store.prune(&limits, crate::store::retention::BATCH, crate::store::retention::MAX_BATCHES) {
+                            Ok(n) if n.total() > 0 => tracing::info!(pruned = ?n, "store retention pruned old rows"),
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(error = %e, "store retention failed"),
+                        }
+                    }
+                });
             }
             _ = ticker.tick() => {
-                match scheduler::claim_due(&rt, chrono::Utc::now()) {
-                    Ok(jobs) => for job in jobs {
-                        scheduler::run_job(&rt, model.clone(), &job).await;
-                    },
-                    Err(e) => tracing::warn!(error = %e, "could not check schedules"),
+                // Claimed on the blocking pool and run as a task of their own: a slow job (a
+                // tool that waits, a prompt the model takes long over) never holds this loop.
+                // While SCHEDULE_BATCHES batches run, nothing more is claimed: due jobs stay
+                // due in the store.
+                while jobs.try_join_next().is_some() {}
+                if jobs.len() < SCHEDULE_BATCHES {
+                    let (rt2, model2) = (rt.clone(), model.clone());
+                    jobs.spawn(async move {
+                        let rt3 = rt2.clone();
+                        let claimed = tokio::task::spawn_blocking(move || {
+                            scheduler::claim_due(&rt3, chrono::Utc::now())
+                        })
+                        .await;
+                        match claimed {
+                            Ok(Ok(due)) => for job in due {
+                                scheduler::run_job(&rt2, model2.clone(), &job).await;
+                            },
+                            Ok(Err(e)) => tracing::warn!(error = %e, "could not check schedules"),
+                            Err(e) => tracing::warn!(error = %e, "the schedule check crashed"),
+                        }
+                    });
                 }
-                let rt2 = rt.clone();
-                let mut last = std::mem::take(&mut sampled);
-                let (last, samples) = tokio::task::spawn_blocking(move || {
-                    let s = crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every);
-                    (last, s)
-                })
-                .await?;
-                sampled = last;
-                for (name, r) in samples {
-                    match (r, link, &topics) {
-                        (Ok(v), Some(l), Some(t)) => publish_json(l, &t.sensor(&name), &telemetry(&v), true),
-                        (Ok(_), _, _) => {}
-                        (Err(e), _, _) => tracing::warn!(sensor = name, error = e, "sampling failed"),
-                    }
+                // Sampled and published on the blocking pool (a bus may be busy with a slow
+                // call); one round at a time: a tick that finds the last one running skips.
+                if sampling.as_ref().is_none_or(|h| h.is_finished()) {
+                    let (rt2, last, topics2) = (rt.clone(), sampled.clone(), topics.clone());
+                    sampling = Some(tokio::task::spawn_blocking(move || {
+                        let samples = {
+                            let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+                            crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every)
+                        };
+                        for (name, r) in samples {
+                            match (r, &topics2) {
+                                (Ok(v), Some(t)) => {
+                                    if let Some(l) = rt2.peer_link() {
+                                        publish_json(l, &t.sensor(&name), &telemetry(&v), true);
+                                    }
+                                }
+                                (Ok(_), None) => {}
+                                (Err(e), _) => tracing::warn!(sensor = name, error = e, "sampling failed"),
+                            }
+                        }
+                    }));
                 }
             }
         }
@@ -291,6 +475,7 @@ pub async fn serve(
         while turns.join_next().await.is_some() {}
     })
     .await;
+    jobs.abort_all();
     if let Some(l) = link {
         for id in subs {
             l.unsubscribe(id);
@@ -307,39 +492,147 @@ fn ha_topics(l: &PeerLink) -> crate::ha::HaTopics {
     }
 }
 
-/// Publishes the Home Assistant discovery configs (retained) for every declared device.
-fn announce(rt: &Runtime, l: &PeerLink) {
+/// Publishes the Home Assistant discovery configs (retained) for every declared device, then
+/// (on the blocking pool: reading a line may wait for the board) every switch's state.
+fn announce(rt: &Arc<Runtime>, l: &PeerLink, switches: &Switches) {
     for (topic, v) in crate::ha::all_configs(&ha_topics(l), rt.board().def()) {
         publish_json(l, &topic, &v, true);
     }
+    let (rt, sw) = (rt.clone(), switches.clone());
+    tokio::task::spawn_blocking(move || {
+        if let Some(l) = rt.peer_link() {
+            publish_switch_states(&rt, l, &sw, true);
+        }
+    });
+}
+
+/// What was last published of each switch, and the board's GPIO write count then.
+#[derive(Default)]
+struct SwitchStates {
+    writes: Option<u64>,
+    last: HashMap<String, bool>,
+}
+
+type Switches = Arc<std::sync::Mutex<SwitchStates>>;
+
+/// Whether a GPIO write happened since the switches were last published: one atomic load, so
+/// the loop checks it every [`SWITCH_CHECK`] and reads the lines (on the blocking pool) only
+/// when something was written. An unopened board has had no writes.
+fn switches_changed(rt: &Runtime, switches: &Switches) -> bool {
+    let Some(hw) = rt.board().opened() else {
+        return false;
+    };
+    let writes = hw.gpio_write_count();
+    match switches.try_lock() {
+        Ok(st) => st.writes != Some(writes),
+        // A check is already reading the lines.
+        Err(_) => false,
+    }
+}
+
+/// Publishes (retained) the level of every `gpio_out` device as read from the board: all of
+/// them when `force`, otherwise only those that changed since the last publish. A level that
+/// cannot be read is logged and left unpublished. Blocking: a line may be held by a slow
+/// call (`gpio_wait_edge`), so this runs on the blocking pool, never on the loop.
+fn publish_switch_states(rt: &Runtime, l: &PeerLink, switches: &Switches, force: bool) {
+    let outputs: Vec<(&str, u32)> = rt
+        .board()
+        .def()
+        .device
+        .iter()
+        .filter(|d| d.driver == "gpio_out")
+        .filter_map(|d| Some((d.name.as_str(), d.pin?)))
+        .collect();
+    if outputs.is_empty() {
+        return;
+    }
+    let hw = match rt.board().hardware() {
+        Ok(hw) => hw,
+        Err(e) => {
+            if force {
+                tracing::warn!(error = %e, "cannot read the switches' states: the board did not open");
+            }
+            return;
+        }
+    };
+    let mut st = switches.lock().unwrap_or_else(|p| p.into_inner());
+    let writes = hw.gpio_write_count();
+    if !force && st.writes == Some(writes) {
+        return;
+    }
+    st.writes = Some(writes);
+    let ha = ha_topics(l);
+    for (name, pin) in outputs {
+        match hw.gpio_output_level(pin) {
+            Ok(level) => {
+                if force || st.last.get(name) != Some(&level) {
+                    let state = if level { "ON" } else { "OFF" };
+                    match l.publish(&ha.state(name), state.into(), QoS::AtLeastOnce, true) {
+                        Ok(()) => {
+                            st.last.insert(name.to_string(), level);
+                        }
+                        Err(e) => {
+                            tracing::warn!(device = name, error = %e, "cannot publish the switch state")
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(device = name, error = %e, "cannot read the switch state"),
+        }
+    }
+}
+
+/// A refused or failed Home Assistant command: logged in plain words and published on
+/// `P/G/ha/<device>/error`.
+fn refuse(l: &PeerLink, ha: &crate::ha::HaTopics, device: &str, command: &str, error: Value) {
+    let message = error["message"].as_str().unwrap_or("failed").to_string();
+    tracing::warn!("Home Assistant command {command} for {device} was not carried out: {message}");
+    publish_json(
+        l,
+        &ha.error(device),
+        &json!({"device": device, "command": command, "error": error}),
+        false,
+    );
 }
 
 /// A Home Assistant switch command: `gpio_write` through the pipeline (policy applies), then
-/// the new state, retained. A refused or failed write publishes nothing and is logged.
-fn switch(rt: &Runtime, l: &PeerLink, ha: &crate::ha::HaTopics, device: &str, payload: &[u8]) {
+/// the switch's state as read back, retained. A refused or failed write is reported on the
+/// error topic and the current state is published again, so Home Assistant does not keep an
+/// optimistic one.
+fn switch(rt: &Runtime, l: &PeerLink, switches: &Switches, device: &str, payload: &[u8]) {
+    let ha = &ha_topics(l);
+    let command = String::from_utf8_lossy(payload).to_string();
     let level = match payload {
         b"ON" => 1,
         b"OFF" => 0,
-        other => {
-            tracing::warn!(device, payload = %String::from_utf8_lossy(other), "switch command is not ON or OFF");
+        _ => {
+            refuse(
+                l,
+                ha,
+                device,
+                &command,
+                json!({"kind": "invalid_arguments", "message": format!("the command must be ON or OFF, not '{command}'")}),
+            );
             return;
         }
     };
     let session = crate::exec::Session::new("home-assistant", "mqtt");
-    match rt.call(
+    let r = rt.call(
         &session,
         crate::runtime::Via::Mqtt,
         covo_core::catalog::gpio::GPIO_WRITE.name,
         json!({"pin": device, "level": level}),
-    ) {
-        Ok(_) => {
-            let state = if level == 1 { "ON" } else { "OFF" };
-            if let Err(e) = l.publish(&ha.state(device), state.into(), QoS::AtLeastOnce, true) {
-                tracing::warn!(device, error = %e, "cannot publish the switch state");
+    );
+    if let Err(e) = r {
+        let error = match e {
+            crate::error::CallError::Respond(e) => e.to_json()["error"].clone(),
+            crate::error::CallError::Fatal(e) => {
+                json!({"kind": "failed", "message": e.to_string()})
             }
-        }
-        Err(e) => eprintln!("covo run: switch {device} {level}: {e:?}"),
+        };
+        refuse(l, ha, device, &command, error);
     }
+    publish_switch_states(rt, l, switches, true);
 }
 
 /// Starts a chat turn as a task of `turns`; it waits for the session's previous turn.
@@ -349,7 +642,7 @@ fn start_chat(
     model: &Option<Arc<dyn ChatModel>>,
     link: &PeerLink,
     t: &RunTopics,
-    agents: &mut HashMap<String, Arc<tokio::sync::Mutex<Agent>>>,
+    agents: &mut Sessions,
     turns: &mut tokio::task::JoinSet<()>,
     m: &Message,
     stop: &CancellationToken,
@@ -366,20 +659,43 @@ fn start_chat(
         );
         return;
     }
-    let agent = agents
-        .entry(session.clone())
-        .or_insert_with(|| {
-            let s = agent::new_session(rt, "mqtt", &format!("mqtt chat {session}"));
-            Arc::new(tokio::sync::Mutex::new(Agent::new(
-                rt.clone(),
-                model.clone(),
-                s,
-            )))
-        })
-        .clone();
+    // The conversation is registered in the store by the turn's task, off this loop.
+    let Some(agent) = agents.get_or_make(&session, Instant::now(), || {
+        Agent::new(
+            rt.clone(),
+            model.clone(),
+            crate::exec::Session::new(String::new(), "mqtt"),
+        )
+    }) else {
+        publish_json(
+            link,
+            &t.chat_out(),
+            &json!({"session": session, "error": true, "text": format!(
+                "too many chat sessions are busy ({} at most); try again when one has answered",
+                agents.len()
+            )}),
+            false,
+        );
+        return;
+    };
     let (rt, t, token) = (rt.clone(), t.clone(), stop.child_token());
     turns.spawn(async move {
         let mut agent = agent.lock().await;
+        if agent.session().id.is_empty() {
+            let (rt2, title) = (rt.clone(), format!("mqtt chat {session}"));
+            match tokio::task::spawn_blocking(move || agent::new_session(&rt2, "mqtt", &title))
+                .await
+            {
+                Ok(s) => agent.reset(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not register the chat session");
+                    agent.reset(crate::exec::Session::new(
+                        format!("transient-mqtt-{session}"),
+                        "mqtt",
+                    ));
+                }
+            }
+        }
         if let Some(link) = rt.peer_link() {
             chat_turn(link, &t, &mut agent, session, &text, &token).await;
         }

@@ -43,6 +43,10 @@ impl HaTopics {
     pub fn state(&self, device: &str) -> String {
         format!("{}/{}/ha/{device}/state", self.prefix, self.gateway)
     }
+    /// Where a switch's refused or failed commands are reported.
+    pub fn error(&self, device: &str) -> String {
+        format!("{}/{}/ha/{device}/error", self.prefix, self.gateway)
+    }
     /// The filter for every switch command.
     pub fn set_filter(&self) -> String {
         format!("{}/{}/ha/+/set", self.prefix, self.gateway)
@@ -95,6 +99,7 @@ fn common(t: &HaTopics, board: &BoardDef) -> (Value, Value) {
         "name": format!("covo {}", t.gateway),
         "model": board.board.name,
         "manufacturer": "covo",
+        "sw_version": env!("CARGO_PKG_VERSION"),
     });
     let origin = json!({"name": "covo", "sw_version": env!("CARGO_PKG_VERSION")});
     (device, origin)
@@ -139,12 +144,17 @@ pub fn configs_for(
         ));
         return out;
     }
-    for (q, unit) in covo_hal_tools::sensors::quantities(&d.driver) {
+    let quantities = covo_hal_tools::sensors::quantities(&d.driver);
+    let single = quantities.len() == 1;
+    for (q, unit) in quantities {
         let object = safe(&format!("{}_{q}", d.name));
         let (class, unit) = class_and_unit(q, unit);
-        let friendly = match name {
-            Some(n) => format!("{n} {q}"),
-            None => format!("{} {q}", d.name),
+        // A device with one quantity is named by itself ("co2", not "co2 co2").
+        let base = name.unwrap_or(&d.name);
+        let friendly = if single || base == *q {
+            base.to_string()
+        } else {
+            format!("{base} {q}")
         };
         let mut v = json!({
             "name": friendly,
@@ -202,5 +212,53 @@ mod tests {
         };
         assert_eq!(t.device_of_set("covo/gw1/ha/relay/set"), Some("relay"));
         assert_eq!(t.device_of_set("covo/gw1/ha/a/b/set"), None);
+    }
+
+    #[test]
+    fn a_single_quantity_device_is_named_by_itself_and_the_device_has_a_version() {
+        let t = HaTopics {
+            prefix: "covo".into(),
+            gateway: "gw1".into(),
+        };
+        let mut board = BoardDef::sim();
+        let light = board
+            .device
+            .iter()
+            .find(|d| d.name == "light")
+            .unwrap()
+            .clone();
+        let v = &configs_for(&t, &board, &light, None)[0].1;
+        assert_eq!(v["name"], "light");
+        assert_eq!(v["device"]["sw_version"], env!("CARGO_PKG_VERSION"));
+        let climate = board
+            .device
+            .iter()
+            .find(|d| d.name == "climate")
+            .unwrap()
+            .clone();
+        let names: Vec<Value> = configs_for(&t, &board, &climate, None)
+            .into_iter()
+            .map(|(_, v)| v["name"].clone())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "climate temperature",
+                "climate humidity",
+                "climate pressure"
+            ]
+        );
+        // An SCD4x named after its main quantity: "co2", not "co2 co2".
+        let mut co2 = climate.clone();
+        co2.name = "co2".into();
+        co2.driver = "scd4x".into();
+        board.device.push(co2.clone());
+        let names: Vec<Value> = configs_for(&t, &board, &co2, None)
+            .into_iter()
+            .map(|(_, v)| v["name"].clone())
+            .collect();
+        assert_eq!(names, ["co2", "co2 temperature", "co2 humidity"]);
+        let v = &configs_for(&t, &board, &light, Some("Desk lamp"))[0].1;
+        assert_eq!(v["name"], "Desk lamp");
     }
 }

@@ -67,6 +67,11 @@ impl Board {
             .clone()
     }
 
+    /// The hardware if it has been opened (and opened well); never opens it.
+    pub fn opened(&self) -> Option<Arc<Hardware>> {
+        self.hw.get().and_then(|r| r.as_ref().ok()).cloned()
+    }
+
     /// Why a hardware tool cannot work on this board, if it cannot: the board declares nothing
     /// of its kind, or (on a Linux board, whose hardware this opens) none of it opened, with the
     /// open error as the reason.

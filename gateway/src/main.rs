@@ -36,6 +36,14 @@ mod cli {
 }
 
 #[derive(Subcommand)]
+enum StoreCmd {
+    /// Print the database's size, each pruned table's rows, time span and limits (JSON).
+    Stats,
+    /// Prune every table to its `[store]` limits now, in small batches; print what went.
+    Prune,
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Chat with the agent in the terminal (or send one message with -m).
     Chat {
@@ -69,6 +77,9 @@ enum Command {
         #[command(flatten)]
         profile: ProfileArg,
     },
+    /// The database: sizes and retention (`[store]`).
+    #[command(subcommand)]
+    Store(StoreCmd),
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -245,7 +256,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
+        Command::Store(cmd) => store_cmd(&config, cmd),
     }
+}
+
+fn store_cmd(config: &Config, cmd: StoreCmd) -> anyhow::Result<ExitCode> {
+    use covo::store::retention::{Limits, BATCH};
+    let store = covo::store::Store::open_in(&config.home_dir())?;
+    let limits = Limits::from_config(&config.store);
+    let v = match cmd {
+        StoreCmd::Stats => serde_json::to_value(store.stats(&limits)?)?,
+        StoreCmd::Prune => {
+            let pruned = store.prune_all(&limits, BATCH)?;
+            serde_json::json!({"pruned": pruned, "stats": store.stats(&limits)?})
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn runtime(config: Config, profile: &ProfileArg, yes: bool) -> anyhow::Result<Runtime> {

@@ -651,3 +651,64 @@ fn a_malformed_answer_ends_the_turn_with_a_provider_error() {
         assert!(rec.calls.is_empty());
     }
 }
+
+#[test]
+fn a_long_conversation_is_trimmed_to_its_token_budget_whole_exchanges_first() {
+    // 300 estimated tokens: each turn below is a 400-byte question (104 tokens) and a short
+    // answer, with a tool call and its result in the second turn.
+    let mut script = vec![Reply::text("one")];
+    script.push(Reply::tool_calls(vec![("todo_read", "{}")]));
+    script.push(Reply::text("two"));
+    for i in 3..=8 {
+        script.push(Reply::text(format!("answer {i}")));
+    }
+    let srv = ScriptedLlm::start(script);
+    let mut cfg = Config::default();
+    cfg.agent.history_tokens = Some(300);
+    let rt = runtime("full", cfg);
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    for i in 1..=8 {
+        let q = format!("question {i}: {}", "x".repeat(388));
+        let (r, _) = turn(&mut a, &q);
+        assert!(matches!(r.outcome, Outcome::Answer(_)), "{:?}", r.outcome);
+        let held: usize = a.history().iter().map(covo::agent::estimate_tokens).sum();
+        // After the turn the history holds at most the budget plus this turn's answer.
+        assert!(held <= 300 + 20, "turn {i}: {held} tokens held");
+    }
+    let reqs = srv.requests();
+    let last = &reqs.last().unwrap().body;
+    let msgs = last["messages"].as_array().unwrap();
+    let text = last.to_string();
+    assert!(text.contains("question 8"), "the current question is sent");
+    assert!(
+        !text.contains("question 1:"),
+        "the oldest exchanges are gone"
+    );
+    let users = msgs.iter().filter(|m| m["role"] == "user").count();
+    assert_eq!(users, 2, "two 104-token questions fit 300 tokens: {msgs:?}");
+    // Every tool call still has its result (whole exchanges only).
+    for (i, m) in msgs.iter().enumerate() {
+        if m["role"] == "tool" {
+            assert!(
+                msgs[..i].iter().any(|p| p["tool_calls"].is_array()),
+                "{msgs:?}"
+            );
+        }
+    }
+    assert!(msgs.first().unwrap()["role"] == "system" || msgs.first().unwrap()["role"] == "user");
+    assert!(
+        text.contains("earlier messages of this conversation were dropped"),
+        "the model is told"
+    );
+    assert!(a.dropped() >= 10, "{}", a.dropped());
+    // The store still has the whole conversation.
+    let n: i64 = rt
+        .store()
+        .unwrap()
+        .conn()
+        .query_row("SELECT count(*) FROM turns WHERE role = 'user'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 8);
+}

@@ -713,3 +713,26 @@ fn a_watch_on_the_simulated_pico_subscribes_fires_on_an_event_and_unsubscribes_w
     let mask = hw.with_mcu("pico", |l| l.subscription()).unwrap();
     assert_eq!(mask, covo_mcu_protocol::EventMask::default());
 }
+
+#[test]
+fn a_sample_due_a_few_milliseconds_after_the_tick_is_taken_on_that_tick() {
+    // A 60 s interval checked by a ticker: the check comes 59.99 s after the last sample
+    // (timer jitter). Whole seconds made that 59 < 60 and pushed the sample a whole tick later.
+    let (rt, _) = scripted();
+    rt.board().hardware().unwrap().skip_driver_delays(true);
+    let now = std::time::Instant::now();
+    let mut last = std::collections::HashMap::new();
+    for name in ["climate", "light"] {
+        last.insert(
+            name.to_string(),
+            now - std::time::Duration::from_millis(59_990),
+        );
+    }
+    let due = covo::tools::sensors::sample_due(&rt, &mut last);
+    assert_eq!(due.len(), 2, "both 60 s sensors are due: {due:?}");
+    // Well before the interval is up, nothing is.
+    for name in ["climate", "light"] {
+        last.insert(name.to_string(), now - std::time::Duration::from_secs(50));
+    }
+    assert!(covo::tools::sensors::sample_due(&rt, &mut last).is_empty());
+}

@@ -595,38 +595,76 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
         "re-announced on homeassistant/status = online"
     );
 
+    // At start every switch's state was published, retained, as read from the board.
+    // Everything on covo/gw1/ha/# until `want` (with `payload`, when given) arrives.
+    let drain_until = |want: &str, payload: Option<&[u8]>| -> Vec<(String, Vec<u8>)> {
+        let mut seen = Vec::new();
+        let end = Instant::now() + Duration::from_secs(5);
+        while let Ok(m) = states
+            .rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+        {
+            let done = m.topic == want && payload.is_none_or(|p| p == m.payload.as_slice());
+            seen.push((m.topic, m.payload));
+            if done {
+                break;
+            }
+        }
+        seen
+    };
+    let drain = |want: &str| drain_until(want, None);
+    let seen = drain("covo/gw1/ha/relay/state");
+    assert_eq!(
+        seen.last().map(|(t, p)| (t.as_str(), p.as_slice())),
+        Some(("covo/gw1/ha/relay/state", &b"OFF"[..])),
+        "{seen:?}"
+    );
+
     // The relay switch drives the sim relay (GPIO17) through gpio_write.
     assert!(!sim.level(17));
     states
         .client
         .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "ON")
         .unwrap();
-    let (st, _) = states
-        .rx
-        .recv_timeout(Duration::from_secs(5))
-        .map(|m| {
-            assert_eq!(m.topic, "covo/gw1/ha/relay/set");
-            (m.payload, m.retain)
-        })
-        .unwrap();
-    assert_eq!(st, b"ON");
-    let m = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let seen = drain_until("covo/gw1/ha/relay/state", Some(b"ON"));
     assert_eq!(
-        (m.topic.as_str(), m.payload.as_slice(), m.retain),
-        ("covo/gw1/ha/relay/state", &b"ON"[..], false)
+        seen.last().map(|(t, p)| (t.as_str(), p.as_slice())),
+        Some(("covo/gw1/ha/relay/state", &b"ON"[..])),
+        "{seen:?}"
     );
     assert!(sim.level(17), "the relay is on");
 
-    // The button (GPIO27) is an input: the pipeline's gpio.outputs policy refuses the write.
+    // The button (GPIO27) is an input: the pipeline's gpio.outputs policy refuses the write,
+    // and the refusal is published on the button's error topic.
     states
         .client
         .publish("covo/gw1/ha/button/set", QoS::AtLeastOnce, false, "ON")
         .unwrap();
-    let _echo = states.rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let seen = drain("covo/gw1/ha/button/error");
+    let (topic, payload) = seen.last().unwrap();
+    assert_eq!(topic, "covo/gw1/ha/button/error", "{seen:?}");
+    let e: Value = serde_json::from_slice(payload).unwrap();
+    assert_eq!(e["device"], "button");
+    assert_eq!(e["command"], "ON");
+    assert_eq!(e["error"]["kind"], "policy_refused", "{e}");
+    assert_eq!(e["error"]["rule"], "gpio.outputs", "{e}");
     assert!(
-        states.rx.recv_timeout(Duration::from_millis(700)).is_err(),
-        "no state for a refused write"
+        e["error"]["message"].as_str().unwrap().contains("GPIO27"),
+        "{e}"
     );
+    assert!(
+        !seen.iter().any(|(t, _)| t == "covo/gw1/ha/button/state"),
+        "no state for a refused write: {seen:?}"
+    );
+    // A command that is neither ON nor OFF is refused the same way.
+    states
+        .client
+        .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "TOGGLE")
+        .unwrap();
+    let seen = drain("covo/gw1/ha/relay/error");
+    let e: Value = serde_json::from_slice(&seen.last().unwrap().1).unwrap();
+    assert_eq!(e["error"]["kind"], "invalid_arguments", "{e}");
+    assert!(sim.level(17), "still on");
     // (GPIO27 reads high: the sim's button has a pull-up; it was never driven.)
     assert!(
         sim.output_log(27).is_empty(),

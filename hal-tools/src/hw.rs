@@ -62,6 +62,7 @@ pub enum HwError {
     Open(String),
 }
 
+
 /// One board, opened.
 pub struct Hardware {
     def: BoardDef,
@@ -78,6 +79,7 @@ pub struct Hardware {
     no_delays: std::sync::atomic::AtomicBool,
     mcus: Mutex<BTreeMap<String, crate::mcu::McuLink>>,
     mcu_sims: Mutex<BTreeMap<String, covo_mcu_core::SimHandle>>,
+    gpio_writes: std::sync::atomic::AtomicU64,
 }
 
 impl Hardware {
@@ -115,6 +117,7 @@ impl Hardware {
             no_delays: Default::default(),
             mcus: Default::default(),
             mcu_sims: Default::default(),
+            gpio_writes: Default::default(),
         }
     }
 
@@ -214,6 +217,7 @@ impl Hardware {
             no_delays: Default::default(),
             mcus: Default::default(),
             mcu_sims: Default::default(),
+            gpio_writes: Default::default(),
         })
     }
 
@@ -515,7 +519,22 @@ impl Hardware {
 
     /// Drives a line (making it an output if it was not).
     pub fn gpio_write(&self, pin: u32, high: bool) -> Result<(), HwError> {
-        self.with_line(pin, LOCK_TIMEOUT, |l| l.write(high))
+        self.with_line(pin, LOCK_TIMEOUT, |l| l.write(high))?;
+        self.gpio_writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// How many GPIO writes have succeeded since the board was opened: a cheap way to notice
+    /// that some output changed, whatever path wrote it.
+    pub fn gpio_write_count(&self) -> u64 {
+        self.gpio_writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The level of an output line, its direction left as it is: covo takes every line as is
+    /// (see [`Hardware::gpio_read`]), so this is a read.
+    pub fn gpio_output_level(&self, pin: u32) -> Result<bool, HwError> {
+        self.gpio_read(pin)
     }
 
     /// Waits for an edge, up to `timeout`, on the line covo holds (an input; an output is

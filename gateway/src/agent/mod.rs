@@ -31,6 +31,44 @@ pub const MAX_RESULT_BYTES: usize = 16 * 1024;
 /// Model calls per user turn unless configured.
 pub const DEFAULT_MAX_STEPS: usize = 16;
 
+/// The history's budget in estimated tokens unless `[agent] history_tokens` says otherwise.
+pub const DEFAULT_HISTORY_TOKENS: usize = 12_000;
+
+/// A message's size in estimated tokens: about four bytes a token, plus a few for its framing.
+pub fn estimate_tokens(m: &Message) -> usize {
+    let bytes = match m {
+        Message::User(t) => t.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.len() + c.id.len())
+                    .sum::<usize>()
+        }
+        Message::ToolResult { content, name, .. } => content.len() + name.len(),
+    };
+    bytes.div_ceil(4) + 4
+}
+
+/// Drops the oldest whole exchanges (a user message and everything after it up to the next
+/// user message, so a tool call never loses its result) until the history plus `incoming`
+/// estimated tokens fit `budget`. Returns how many messages went.
+pub fn trim_history(history: &mut Vec<Message>, budget: usize, incoming: usize) -> usize {
+    let mut total: usize = history.iter().map(estimate_tokens).sum::<usize>() + incoming;
+    let mut cut = 0;
+    while total > budget && cut < history.len() {
+        // One exchange: the message at `cut` and everything up to the next user message.
+        let mut end = cut + 1;
+        while end < history.len() && !matches!(history[end], Message::User(_)) {
+            end += 1;
+        }
+        total -= history[cut..end].iter().map(estimate_tokens).sum::<usize>();
+        cut = end;
+    }
+    history.drain(..cut);
+    cut
+}
+
 /// What the driver reports as the turn runs. Every method has a do-nothing default.
 pub trait Observer: Send {
     /// Streamed answer text.
@@ -69,6 +107,8 @@ pub struct Agent {
     system: String,
     max_steps: usize,
     persist: bool,
+    history_tokens: usize,
+    dropped: usize,
 }
 
 impl Agent {
@@ -80,6 +120,7 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
         let max_steps = cfg.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
+        let history_tokens = cfg.history_tokens.unwrap_or(DEFAULT_HISTORY_TOKENS);
         Agent {
             rt,
             model,
@@ -88,6 +129,8 @@ impl Agent {
             system,
             max_steps,
             persist: true,
+            history_tokens,
+            dropped: 0,
         }
     }
 
@@ -121,18 +164,34 @@ impl Agent {
     pub fn reset(&mut self, session: Session) {
         self.session = session;
         self.history.clear();
+        self.dropped = 0;
     }
 
-    fn persist(&self, role: &str, content: &str) {
+    /// Messages dropped from the history so far to keep it within its token budget.
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
+
+    /// Stores one turn, on the blocking pool: SQLite may wait for another process's lock, and
+    /// this future must not hold up the runtime's thread meanwhile.
+    async fn persist(&self, role: &str, content: &str) {
         if !self.persist || content.is_empty() {
             return;
         }
-        let r = self
-            .rt
-            .store()
-            .and_then(|s| s.append_turn(&self.session.id, role, content));
-        if let Err(e) = r {
-            tracing::warn!(error = %e, "could not store the turn");
+        let (rt, id, role, content) = (
+            self.rt.clone(),
+            self.session.id.clone(),
+            role.to_string(),
+            content.to_string(),
+        );
+        let r = tokio::task::spawn_blocking(move || {
+            rt.store().and_then(|s| s.append_turn(&id, &role, &content))
+        })
+        .await;
+        match r {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not store the turn"),
+            Err(e) => tracing::warn!(error = %e, "storing the turn crashed"),
         }
     }
 
@@ -146,7 +205,26 @@ impl Agent {
         let mut usage = Usage::default();
         let mut tool_calls = 0;
         let mut turn = Turn::new(self.max_steps);
-        self.persist("user", user);
+        self.persist("user", user).await;
+        let incoming = estimate_tokens(&Message::User(user.to_string()));
+        let dropped = trim_history(&mut self.history, self.history_tokens, incoming);
+        if dropped > 0 {
+            self.dropped += dropped;
+            tracing::info!(
+                session = %self.session.id,
+                dropped,
+                "older messages dropped to keep the history within its token budget"
+            );
+        }
+        let system = if self.dropped > 0 {
+            format!(
+                "{}\n\n({} earlier messages of this conversation were dropped to fit the context; \
+                 the whole conversation is in the store.)",
+                self.system, self.dropped
+            )
+        } else {
+            self.system.clone()
+        };
         let Some(model) = self.model.clone() else {
             self.history.push(Message::User(user.to_string()));
             return TurnReport {
@@ -166,7 +244,7 @@ impl Agent {
                     }
                     let result = {
                         let req = ChatRequest {
-                            system: &self.system,
+                            system: &system,
                             messages: &self.history,
                             tools: &call.tools,
                         };
@@ -194,7 +272,8 @@ impl Agent {
                             if let Some(Message::Assistant { text, tool_calls }) =
                                 self.history.last()
                             {
-                                self.persist("assistant", &assistant_record(text, tool_calls));
+                                let record = assistant_record(text, tool_calls);
+                                self.persist("assistant", &record).await;
                             }
                             next
                         }
@@ -214,7 +293,8 @@ impl Agent {
                         Some((results, fatal)) => {
                             for (c, r) in calls.iter().zip(&results) {
                                 obs.on_tool_result(c, r);
-                                self.persist("tool", &format!("{}: {}", c.name, r.content));
+                                self.persist("tool", &format!("{}: {}", c.name, r.content))
+                                    .await;
                             }
                             match fatal {
                                 Some(msg) => turn.on_fatal(&mut self.history, results, msg),
@@ -226,10 +306,14 @@ impl Agent {
                 Action::Finish(outcome) => {
                     let steps = turn.steps();
                     if self.persist {
-                        let model_name = model.describe();
-                        if let Err(e) = self.rt.store().and_then(|s| {
-                            s.record_usage(&self.session.id, &model_name, steps, usage)
-                        }) {
+                        let (rt, id, model_name) =
+                            (self.rt.clone(), self.session.id.clone(), model.describe());
+                        let r = tokio::task::spawn_blocking(move || {
+                            rt.store()
+                                .and_then(|s| s.record_usage(&id, &model_name, steps, usage))
+                        })
+                        .await;
+                        if let Ok(Err(e)) = r {
                             tracing::warn!(error = %e, "could not record usage");
                         }
                     }

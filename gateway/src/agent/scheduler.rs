@@ -17,8 +17,30 @@ use tokio_util::sync::CancellationToken;
 
 /// Claims every job due at `now`: each is marked as run before it is returned, in one write
 /// transaction, so two processes on one home (`covo chat` and `covo run`) never both claim it.
+/// A stored job that cannot be read or rescheduled is skipped, cancelled and reported (in the
+/// log and on its channel); the others run.
 pub fn claim_due(rt: &Runtime, now: DateTime<Utc>) -> Result<Vec<Schedule>, StoreError> {
-    rt.store()?.claim_due_schedules(now)
+    let claimed = rt.store()?.claim_due_schedules(now)?;
+    for bad in &claimed.bad {
+        tracing::warn!(
+            schedule = bad.id,
+            error = %bad.error,
+            "a stored schedule is invalid: it was skipped and cancelled"
+        );
+        let text = format!(
+            "schedule #{} could not run and was cancelled: {}",
+            bad.id, bad.error
+        );
+        let channel = if bad.channel.is_empty() {
+            "cli"
+        } else {
+            &bad.channel
+        };
+        if let Err(e) = rt.user_io().send(channel, &text) {
+            tracing::warn!(schedule = bad.id, error = %e, "could not report the invalid schedule");
+        }
+    }
+    Ok(claimed.jobs)
 }
 
 fn label(job: &Schedule) -> String {

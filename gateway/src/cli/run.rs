@@ -10,10 +10,16 @@ use tokio_util::sync::CancellationToken;
 pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
     let rt = Arc::new(rt);
     let model = super::chat::model(&rt);
+    // One thread runs the loop; blocking work (tools, SQLite, the peer link) goes to a pool of
+    // at most BLOCKING_THREADS threads, which exit after 2 s idle (the periodic sampling and
+    // checks wake idle threads in turn, so a longer keep-alive kept a burst's threads for
+    // minutes), so an idle daemon keeps only the loop's and the MQTT driver's threads.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .max_blocking_threads(covo::daemon::BLOCKING_THREADS)
+        .thread_keep_alive(std::time::Duration::from_secs(2))
         .build()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
         let s = stop.clone();
         tokio::spawn(async move {
@@ -32,6 +38,10 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             s.cancel();
         });
         covo::daemon::serve(rt, model, stop).await
-    })?;
+    });
+    // A tool still running on the blocking pool (a long wait) does not hold the exit up for
+    // more than a few seconds.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+    served?;
     Ok(ExitCode::SUCCESS)
 }

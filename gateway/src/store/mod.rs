@@ -24,6 +24,7 @@ pub mod memory;
 pub mod productivity;
 pub mod readings;
 pub mod redact;
+pub mod retention;
 pub mod schedules;
 pub mod session;
 pub mod subagents;
@@ -34,7 +35,9 @@ pub use conversations::{Conversation, Fork, ForkError, OutboxEntry, SearchHit, T
 pub use memory::{Memory, MemoryHit};
 pub use productivity::{Card, Goal, GoalNote, GoalStatus, KanbanColumn};
 pub use readings::Reading;
-pub use schedules::{next_cron_run, Schedule, ScheduleAction, ScheduleTrigger};
+pub use schedules::{
+    next_cron_run, BadSchedule, Claimed, Schedule, ScheduleAction, ScheduleTrigger,
+};
 pub use session::{Plan, PlanMode, Todo, TodoStatus};
 pub use subagents::{SubAgent, SubAgentCall, SubAgentState};
 pub use usage::TurnUsage;
@@ -101,6 +104,8 @@ const MIGRATIONS: &[&str] = &[
     // deleted until a merge, so a forgotten text leaves no trace in them (SQLite 3.44+).
     "INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
      INSERT INTO turns_fts(turns_fts, rank) VALUES ('secure-delete', 1);",
+    // 12: compact sensor readings (a year of default sampling fits in about 45 MB).
+    readings::MIGRATION_COMPACT,
 ];
 
 /// The gateway's database.

@@ -1,10 +1,18 @@
 //! Sensor readings: every `sensor_read` and every sample is logged, for `sensor_history`,
 //! `sensor_export_csv` and watches.
+//!
+//! Compact, because a board samples for months on an SD card: each (sensor, quantity, unit) is a
+//! row of `series`, and each value a row of `samples` whose integer key is the time in whole
+//! Unix seconds shifted left by [`SERIES_BITS`] plus the series id. Keys grow with time, so
+//! rows are appended (SQLite then fills its pages) and pruning by age deletes a key range:
+//! about 21 bytes a value on disk, so a year of four quantities a minute (the sim board's
+//! default sampling) is about 45 MB. A second reading of one quantity within the same second
+//! replaces the first; at most 4,095 series exist.
 
-use super::{Store, StoreError};
+use super::{fmt_time, parse_time, Store, StoreError};
 use rusqlite::params;
 
-/// Migration 8: one row per quantity per reading.
+/// Migration 8: one row per quantity per reading (replaced by [`MIGRATION_COMPACT`]).
 pub(super) const MIGRATION: &str = "CREATE TABLE readings (
     id INTEGER PRIMARY KEY,
     sensor TEXT NOT NULL,
@@ -14,6 +22,52 @@ pub(super) const MIGRATION: &str = "CREATE TABLE readings (
     at TEXT NOT NULL
 );
 CREATE INDEX readings_by_sensor ON readings(sensor, quantity, at);";
+
+/// Migration 12: readings move to `series` and `samples` (times in Unix seconds), which
+/// hold the same data in about a fifth of the space.
+pub(super) const MIGRATION_COMPACT: &str = "
+CREATE TABLE series (
+    id INTEGER PRIMARY KEY,
+    sensor TEXT NOT NULL,
+    quantity TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    UNIQUE (sensor, quantity, unit)
+);
+CREATE TABLE samples (
+    key INTEGER PRIMARY KEY,
+    value REAL NOT NULL
+);
+INSERT OR IGNORE INTO series (sensor, quantity, unit)
+    SELECT DISTINCT sensor, quantity, unit FROM readings;
+INSERT OR REPLACE INTO samples (key, value)
+    SELECT (CAST(strftime('%s', r.at) AS INTEGER) << 12) | s.id, r.value
+    FROM readings r JOIN series s ON s.sensor = r.sensor AND s.quantity = r.quantity
+        AND s.unit = r.unit
+    ORDER BY r.id;
+DROP TABLE readings;";
+
+/// Bits of a sample's key that hold its series.
+pub const SERIES_BITS: u32 = 12;
+const SERIES_MASK: i64 = (1 << SERIES_BITS) - 1;
+
+/// A sample's key: its time (Unix seconds) and series.
+pub fn sample_key(at: i64, series: i64) -> i64 {
+    (at << SERIES_BITS) | (series & SERIES_MASK)
+}
+
+/// The time (Unix seconds) of a sample's key.
+pub fn key_time(key: i64) -> i64 {
+    key >> SERIES_BITS
+}
+
+/// A window's bound as Unix seconds, clamped to the epoch (no reading is older): a bound
+/// before year 1, which RFC 3339 cannot parse, is the epoch too.
+fn secs(t: &str) -> Result<i64, StoreError> {
+    if t.starts_with('-') {
+        return Ok(0);
+    }
+    Ok(parse_time(t)?.timestamp().max(0))
+}
 
 /// One stored reading.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,14 +92,25 @@ impl Store {
         at: &str,
         quantities: &[(&str, f64, &str)],
     ) -> Result<(), StoreError> {
+        let at = secs(at)?;
         let mut conn = self.conn();
         let tx = super::write_tx(&mut conn)?;
         {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO readings (sensor, quantity, value, unit, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            let mut find = tx.prepare_cached(
+                "INSERT INTO series (sensor, quantity, unit) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (sensor, quantity, unit) DO UPDATE SET unit = excluded.unit
+                 RETURNING id",
             )?;
+            let mut put =
+                tx.prepare_cached("INSERT OR REPLACE INTO samples (key, value) VALUES (?1, ?2)")?;
             for (q, v, u) in quantities {
-                st.execute(params![sensor, q, v, u, at])?;
+                let series: i64 = find.query_row(params![sensor, q, u], |r| r.get(0))?;
+                if series > SERIES_MASK {
+                    return Err(StoreError::Data(format!(
+                        "too many sensor series (at most {SERIES_MASK}): cannot log {sensor} {q}"
+                    )));
+                }
+                put.execute(params![sample_key(at, series), v])?;
             }
         }
         tx.commit()?;
@@ -60,21 +125,37 @@ impl Store {
         since: &str,
         until: &str,
     ) -> Result<Vec<Reading>, StoreError> {
+        let (since, until) = (secs(since)?, secs(until)?);
         let conn = self.conn();
         let mut st = conn.prepare_cached(
-            "SELECT sensor, quantity, value, unit, at FROM readings
-             WHERE sensor = ?1 AND (?2 IS NULL OR quantity = ?2) AND at >= ?3 AND at <= ?4
-             ORDER BY at, id",
+            "SELECT s.sensor, s.quantity, x.value, s.unit, x.key >> 12
+             FROM samples x JOIN series s ON s.id = (x.key & 4095)
+             WHERE s.sensor = ?1 AND (?2 IS NULL OR s.quantity = ?2)
+                 AND x.key >= ?3 AND x.key <= ?4
+             ORDER BY x.key",
         )?;
-        let rows = st.query_map(params![sensor, quantity, since, until], |r| {
-            Ok(Reading {
-                sensor: r.get(0)?,
-                quantity: r.get(1)?,
-                value: r.get(2)?,
-                unit: r.get(3)?,
-                at: r.get(4)?,
-            })
+        let (lo, hi) = (sample_key(since, 0), sample_key(until, SERIES_MASK));
+        let rows = st.query_map(params![sensor, quantity, lo, hi], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.map(|r| {
+            let (sensor, quantity, value, unit, at) = r?;
+            let at = chrono::DateTime::from_timestamp(at, 0)
+                .ok_or_else(|| StoreError::Data(format!("bad reading time {at}")))?;
+            Ok(Reading {
+                sensor,
+                quantity,
+                value,
+                unit,
+                at: fmt_time(at),
+            })
+        })
+        .collect()
     }
 }

@@ -119,6 +119,26 @@ impl Schedule {
     }
 }
 
+/// What [`Store::claim_due_schedules`] claimed.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    /// The due jobs, each marked as run.
+    pub jobs: Vec<Schedule>,
+    /// Due rows that could not be read or rescheduled; each is now cancelled.
+    pub bad: Vec<BadSchedule>,
+}
+
+/// A stored job that could not be run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadSchedule {
+    /// Its id.
+    pub id: i64,
+    /// The channel it reports on (empty when unreadable).
+    pub channel: String,
+    /// Why it could not run.
+    pub error: String,
+}
+
 /// The first time after `after` that matches the cron expression (evaluated in local time).
 /// `Err` carries croner's explanation.
 pub fn next_cron_run(cron: &str, after: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
@@ -332,27 +352,50 @@ impl Store {
     /// ([`Store::mark_schedule_ran`]), in one write transaction: when several processes share
     /// the database, each due job is claimed by exactly one of them. Returns the jobs as they
     /// were when claimed.
-    pub fn claim_due_schedules(&self, now: DateTime<Utc>) -> Result<Vec<Schedule>, StoreError> {
+    ///
+    /// A row that cannot be read back or rescheduled (bad arguments, a bad time, a cron
+    /// expression croner refuses) does not stop the others: it is cancelled (so it is reported
+    /// once, not on every check) and returned in [`Claimed::bad`] with why; every good job is
+    /// still claimed and marked.
+    pub fn claim_due_schedules(&self, now: DateTime<Utc>) -> Result<Claimed, StoreError> {
         let mut conn = self.conn();
         let tx = super::write_tx(&mut conn)?;
-        let rows: Vec<Raw> = {
-            let mut stmt = tx.prepare(&format!(
-                "SELECT {COLUMNS} FROM schedules
+        let ids: Vec<(i64, String)> = {
+            let mut stmt = tx.prepare(
+                "SELECT id, channel FROM schedules
                  WHERE status = 'active' AND next_run IS NOT NULL AND next_run <= ?1
-                 ORDER BY next_run, id"
-            ))?;
-            let it = stmt.query_map([fmt_time(now)], raw)?;
+                 ORDER BY next_run, id",
+            )?;
+            let it = stmt.query_map([fmt_time(now)], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                ))
+            })?;
             it.collect::<Result<_, _>>()?
         };
-        let due = rows
-            .into_iter()
-            .map(to_schedule)
-            .collect::<Result<Vec<_>, _>>()?;
-        for job in &due {
-            mark_ran(&tx, job, now)?;
+        let mut out = Claimed::default();
+        for (id, channel) in ids {
+            let job = schedule_in(&tx, id)
+                .and_then(|j| j.ok_or_else(|| StoreError::Data(format!("schedule {id} vanished"))))
+                .and_then(|job| mark_ran(&tx, &job, now).map(|()| job));
+            match job {
+                Ok(job) => out.jobs.push(job),
+                Err(e) => {
+                    tx.execute(
+                        "UPDATE schedules SET status = 'cancelled', next_run = NULL WHERE id = ?1",
+                        [id],
+                    )?;
+                    out.bad.push(BadSchedule {
+                        id,
+                        channel,
+                        error: e.to_string(),
+                    });
+                }
+            }
         }
         tx.commit()?;
-        Ok(due)
+        Ok(out)
     }
 
     /// Cancels a job; returns it as it was before, or `None` for an unknown job.
@@ -479,5 +522,75 @@ mod tests {
         assert_eq!(done.status, "done");
         assert_eq!(done.next_run, None);
         assert!(s.due_schedules(at + Duration::days(1)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bad_row_is_skipped_and_reported_and_the_other_jobs_are_claimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        let now = Utc.with_ymd_and_hms(2030, 5, 1, 12, 0, 0).unwrap();
+        let mk = |name: &str| {
+            s.create_schedule(
+                Some(name),
+                "s1",
+                "cli",
+                &ScheduleTrigger::Cron("*/5 * * * *".into()),
+                &ScheduleAction::Tool {
+                    name: "todo_read".into(),
+                    arguments: serde_json::json!({}),
+                },
+                now,
+            )
+            .unwrap()
+            .id
+        };
+        let (a, b, c, d) = (mk("a"), mk("b"), mk("c"), mk("d"));
+        {
+            let conn = s.conn();
+            // Written by an older build or by hand: arguments that are not JSON, a cron
+            // expression croner refuses.
+            conn.execute("UPDATE schedules SET arguments = '{bad' WHERE id = ?1", [b])
+                .unwrap();
+            conn.execute(
+                "UPDATE schedules SET cron = 'not a cron' WHERE id = ?1",
+                [d],
+            )
+            .unwrap();
+        }
+        let at = now + Duration::minutes(6);
+        let claimed = s.claim_due_schedules(at).unwrap();
+        let ids: Vec<i64> = claimed.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(
+            ids,
+            vec![a, c],
+            "the good jobs around the bad rows are claimed"
+        );
+        let bad: Vec<i64> = claimed.bad.iter().map(|j| j.id).collect();
+        assert_eq!(bad, vec![b, d]);
+        assert!(
+            claimed.bad[0].error.contains("bad arguments"),
+            "{:?}",
+            claimed.bad
+        );
+        assert!(claimed.bad[1].error.contains("not a cron") || !claimed.bad[1].error.is_empty());
+        assert_eq!(claimed.bad[0].channel, "cli");
+        // The good jobs were marked (not due again at once), the bad ones cancelled.
+        assert!(s.claim_due_schedules(at).unwrap().jobs.is_empty());
+        assert!(
+            s.claim_due_schedules(at).unwrap().bad.is_empty(),
+            "reported once"
+        );
+        assert_eq!(s.schedule(a).unwrap().unwrap().runs, 1);
+        let status: String = s
+            .conn()
+            .query_row("SELECT status FROM schedules WHERE id = ?1", [b], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(status, "cancelled");
+        // The marks survive: a new connection sees them.
+        drop(s);
+        let s = Store::open_in(dir.path()).unwrap();
+        assert_eq!(s.schedule(c).unwrap().unwrap().runs, 1);
     }
 }

@@ -134,6 +134,34 @@ fn default_broadcast_ms() -> u64 {
     5_000
 }
 
+/// Threads one `swarm_broadcast` uses at most, whatever the number of members.
+pub const BROADCAST_THREADS: usize = 8;
+
+/// `f` over `items` on at most `threads` scoped threads (each takes the next item when it is
+/// done), results in `items`' order.
+pub fn bounded_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(items.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(item) = items.get(i) else { return };
+                let r = f(item);
+                *out[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            });
+        }
+    });
+    out.into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect()
+}
+
 fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let a: BroadcastArgs = cx.args(args)?;
     let link: &PeerLink = cx.peer_link()?;
@@ -144,25 +172,18 @@ fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .filter(|m| m.online)
         .partition(|m| m.tools.contains(&a.tool));
     let timeout = Duration::from_millis(a.timeout_ms);
-    // One request per member (each on its own branch, so ACLs stay per gateway), all in
-    // flight at once; each waits at most until the shared deadline. No retries: the deadline
-    // is the caller's.
-    let answers: Vec<(String, Result<Value, ToolError>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = targets
-            .iter()
-            .map(|m| {
-                let args = args.clone();
-                let tool = a.tool.as_str();
-                s.spawn(move || {
-                    (
-                        m.id.clone(),
-                        link.swarm_call(&m.id, tool, args, timeout, false),
-                    )
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+    // One request per member (each on its own branch, so ACLs stay per gateway), at most
+    // BROADCAST_THREADS in flight at once; each waits at most until the shared deadline. No
+    // retries: the deadline is the caller's.
+    let deadline = std::time::Instant::now() + timeout;
+    let answers: Vec<(String, Result<Value, ToolError>)> =
+        bounded_map(&targets, BROADCAST_THREADS, |m| {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            (
+                m.id.clone(),
+                link.swarm_call(&m.id, &a.tool, args.clone(), left, false),
+            )
+        });
     let mut results = Map::new();
     let mut answered = 0;
     for (id, r) in answers {
@@ -182,4 +203,26 @@ fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         "results": results,
         "not_serving": skipped.iter().map(|m| m.id.clone()).collect::<Vec<_>>(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_broadcast_to_many_members_uses_at_most_its_thread_bound() {
+        let (now, peak) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let members: Vec<usize> = (0..40).collect();
+        let out = bounded_map(&members, BROADCAST_THREADS, |i| {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(n, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(15));
+            now.fetch_sub(1, Ordering::SeqCst);
+            i * 10
+        });
+        assert_eq!(out, (0..40).map(|i| i * 10).collect::<Vec<_>>());
+        assert_eq!(peak.load(Ordering::SeqCst), BROADCAST_THREADS);
+        assert!(bounded_map(&[] as &[usize], 8, |i| *i).is_empty());
+    }
 }

@@ -326,6 +326,10 @@ pub fn sample_due(
         .collect()
 }
 
+/// How early a sample may be taken: a tick that comes this much before a sensor's interval is
+/// up samples it, rather than the tick after (timer jitter is a few milliseconds).
+pub const SAMPLE_SLACK: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Like [`sample_due`], returning each sample (the `sensor_read` JSON) or why it failed.
 /// `default_every` also samples sensors that have neither an interval nor a watch.
 pub fn sample_due_readings(
@@ -352,9 +356,11 @@ pub fn sample_due_readings(
                 None => continue,
             },
         };
-        let due = last
-            .get(&d.name)
-            .is_none_or(|t| now.duration_since(*t).as_secs() >= every);
+        // Compared as durations, with a little slack: whole seconds truncated 59.99 s to 59 and
+        // pushed a 60 s sample to the next tick (75 s with a 15 s tick).
+        let due = last.get(&d.name).is_none_or(|t| {
+            now.duration_since(*t) + SAMPLE_SLACK >= std::time::Duration::from_secs(every)
+        });
         if !due {
             continue;
         }
