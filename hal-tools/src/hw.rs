@@ -62,7 +62,6 @@ pub enum HwError {
     Open(String),
 }
 
-
 /// One board, opened.
 pub struct Hardware {
     def: BoardDef,
