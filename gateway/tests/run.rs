@@ -950,13 +950,15 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
 
     // At most 8 swarm calls run at once on a gateway; more are answered `busy` at once.
     let answers: Vec<String> = std::thread::scope(|sc| {
-        let hs: Vec<_> = (0..10)
-            .map(|_| {
-                sc.spawn(|| {
+        // Each waits on a line of its own: covo holds one request per line, so two waits on
+        // one line would queue on it rather than run side by side.
+        let hs: Vec<_> = (18..28u32)
+            .map(|pin| {
+                sc.spawn(move || {
                     match link.swarm_call(
                         "gw-c",
                         "gpio_wait_edge",
-                        json!({"pin": 27, "edge": "rising", "timeout_ms": 1500}),
+                        json!({"pin": pin, "edge": "rising", "timeout_ms": 1500}),
                         Duration::from_secs(10),
                         false,
                     ) {
