@@ -19,7 +19,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "covo",
-    version,
+    version = VERSION,
+    long_version = LONG_VERSION,
     about = "An LLM agent gateway for Linux boards"
 )]
 struct Cli {
@@ -170,6 +171,28 @@ enum ToolsCmd {
         format: Format,
     },
 }
+
+/// `covo -V`: the crate version and the commit (`gateway/build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COVO_GIT_DESCRIBE"),
+    ")"
+);
+
+/// `covo --version`: also the target, the build (edge: static, aborts on a panic) and the
+/// enabled cargo features, which is what a bug report from a board needs.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ngit: ",
+    env!("COVO_GIT_DESCRIBE"),
+    "\ntarget: ",
+    env!("COVO_TARGET"),
+    "\nbuild: ",
+    env!("COVO_BUILD"),
+    "\nfeatures: ",
+    env!("COVO_FEATURES")
+);
 
 /// An error that exits with code 2 (usage or configuration).
 #[derive(Debug)]
