@@ -44,9 +44,10 @@ fn main() {
         "cargo:rustc-env=COVO_TARGET={}",
         std::env::var("TARGET").unwrap_or_else(|_| "unknown".into())
     );
-    // The build: edge (`--profile edge`: panic = abort), static or not, debug or optimised.
+    // The build: optimised or not, static or not. Whether it aborts on a panic (the edge
+    // profile) is not visible here (CARGO_CFG_PANIC is the target's default, not the
+    // profile's): main.rs asks `cfg!(panic)`.
     let env = |k: &str| std::env::var(k).unwrap_or_default();
-    let panic = env("CARGO_CFG_PANIC");
     let linking = if env("CARGO_CFG_TARGET_FEATURE")
         .split(',')
         .any(|f| f == "crt-static")
@@ -55,12 +56,8 @@ fn main() {
     } else {
         "dynamic"
     };
-    let kind = match (env("PROFILE").as_str(), panic.as_str()) {
-        (_, "abort") => "edge",
-        ("debug", _) => "debug",
-        _ => "release",
-    };
-    println!("cargo:rustc-env=COVO_BUILD={kind} ({linking}, panic={panic})");
+    println!("cargo:rustc-env=COVO_PROFILE={}", env("PROFILE"));
+    println!("cargo:rustc-env=COVO_LINKING={linking}");
     let mut features: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| {
             k.strip_prefix("CARGO_FEATURE_")

@@ -29,6 +29,7 @@ pub mod agent;
 pub mod artifacts;
 pub mod config;
 pub mod daemon;
+pub mod doctor;
 pub mod error;
 pub mod exec;
 pub mod ha;

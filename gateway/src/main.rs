@@ -33,6 +33,7 @@ struct Cli {
 
 mod cli {
     pub mod chat;
+    pub mod doctor;
     pub mod run;
 }
 
@@ -69,6 +70,16 @@ enum Command {
     Run {
         #[command(flatten)]
         profile: ProfileArg,
+    },
+    /// Check this board's setup (interfaces, devices, groups, clock, space, broker, model);
+    /// exits 1 when a check fails.
+    Doctor {
+        /// Root of the file system to check, for a mounted SD card image or tests.
+        #[arg(long, value_name = "DIR", default_value = "/")]
+        root: PathBuf,
+        /// Skip the broker and model checks (no network).
+        #[arg(long)]
+        offline: bool,
     },
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
@@ -172,6 +183,32 @@ enum ToolsCmd {
     },
 }
 
+/// The edge profile is the release profile with `panic = "abort"`.
+#[cfg(panic = "abort")]
+macro_rules! build_name {
+    () => {
+        "edge"
+    };
+}
+#[cfg(not(panic = "abort"))]
+macro_rules! build_name {
+    () => {
+        env!("COVO_PROFILE")
+    };
+}
+#[cfg(panic = "abort")]
+macro_rules! panic_strategy {
+    () => {
+        "abort"
+    };
+}
+#[cfg(not(panic = "abort"))]
+macro_rules! panic_strategy {
+    () => {
+        "unwind"
+    };
+}
+
 /// `covo -V`: the crate version and the commit (`gateway/build.rs`).
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
@@ -189,7 +226,12 @@ const LONG_VERSION: &str = concat!(
     "\ntarget: ",
     env!("COVO_TARGET"),
     "\nbuild: ",
-    env!("COVO_BUILD"),
+    build_name!(),
+    " (",
+    env!("COVO_LINKING"),
+    ", panic=",
+    panic_strategy!(),
+    ")",
     "\nfeatures: ",
     env!("COVO_FEATURES")
 );
@@ -234,8 +276,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
              `cargo build --release -p covo-peer`)",
         ));
     }
+    if let Command::Doctor { root, offline } = &cli.command {
+        // An invalid configuration is one of the failures doctor reports, not a usage error.
+        return cli::doctor::run(Config::load(cli.config.as_deref()), root, *offline);
+    }
     let config = Config::load(cli.config.as_deref()).map_err(usage)?;
     match cli.command {
+        Command::Doctor { .. } => unreachable!("answered before the config loads"),
         Command::Peer { .. } => unreachable!("answered before the config loads"),
         Command::Run { profile } => {
             // A daemon never prompts, even when started from a terminal: its callers are on
