@@ -15,27 +15,44 @@ fi
 # The firmware images build for their microcontrollers; the QEMU one runs in the tests.
 # The edge build (README, "Building for a board") is a static musl executable.
 edge_target="$(uname -m)-unknown-linux-musl"
-rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
+# The Raspberry Pi builds (tests/cross/build.sh) cross-compile for these.
+rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target" \
+  aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
 
 # Debian packages the suites run for real: a command and the package that has it.
 # qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
 # the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
 # certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
 # (SQLite, ring) of the edge build; python3 runs code_run's Python snippets in the peer's tests.
+# The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
+# (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
-            openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3; do
+            openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
+            qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
+[ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3; do
+for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 \
+           qemu-aarch64-static qemu-arm-static; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
+[ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
+  || { echo "run-all: the armhf glibc (libc6-armhf-cross) is missing and could not be installed" >&2; exit 1; }
+# zig and cargo-zigbuild come from PyPI (Debian's Python refuses a plain pip install: PEP 668).
+if ! need cargo-zigbuild || ! python3 -c 'import ziglang' 2>/dev/null; then
+  python3 -m pip install -q ziglang cargo-zigbuild 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages ziglang cargo-zigbuild
+  hash -r
+fi
+need cargo-zigbuild || { echo "run-all: cargo-zigbuild is missing and could not be installed (pip install ziglang cargo-zigbuild)" >&2; exit 1; }
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
@@ -48,3 +65,5 @@ echo "== tests";    cargo test --workspace
 echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
+echo "== Raspberry Pi builds (aarch64 musl, armv7 glibc 2.31) under qemu-user"
+bash tests/cross/check.sh

@@ -217,6 +217,9 @@ pub async fn serve(
     let mut connects = link.map_or(0, |l| l.connects());
     let mut link_check = tokio::time::interval(Duration::from_secs(1));
     let mut sampled: HashMap<String, Instant> = HashMap::new();
+    // systemd (Type=notify, WatchdogSec): ready now; the loop pings the watchdog every second.
+    let mut notify = crate::sd_notify::Notifier::from_env();
+    notify.ready();
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -252,6 +255,7 @@ pub async fn serve(
                 }
             }
             _ = link_check.tick() => {
+                notify.watchdog();
                 if let Some(l) = link.filter(|l| l.connects() != connects) {
                     connects = l.connects();
                     tracing::info!("MQTT reconnected: announcing to Home Assistant again");
@@ -283,6 +287,7 @@ pub async fn serve(
             }
         }
     }
+    notify.stopping();
     // Turns in flight were cancelled with `stop`; let them publish their last answer.
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         while turns.join_next().await.is_some() {}

@@ -41,6 +41,7 @@ pub mod logging;
 pub mod policy;
 pub mod runtime;
 pub mod schema;
+pub mod sd_notify;
 pub mod secrets;
 pub mod spec;
 pub mod store;

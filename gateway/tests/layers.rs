@@ -15,6 +15,7 @@ const RANK: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "logging",
+            "sd_notify",
             "secrets",
             "schema",
             "config",
