@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds and checks the Debian packages (README, "Install on a Raspberry Pi"):
+# - covo_<version>-1_arm64.deb from the aarch64 musl build and covo_<version>-1_armhf.deb
+#   (variant armhf) from the armv7 glibc build, both made by tests/cross/build.sh;
+# - covo-peer_<version>-1_amd64.deb from `cargo build --release -p covo-peer` (arm64 peers build
+#   the same way on an arm64 machine).
+# Each is checked: `dpkg-deb -c` holds what the package promises (the binary, boards/, the
+# example /etc/covo/covo.toml as a conffile, the systemd unit, postinst creating the covo user in
+# i2c spi gpio dialout), `lintian` reports no error, and `systemd-analyze verify` accepts the
+# unit against the package's own files. The .deb files land in $CARGO_TARGET_DIR/debian.
+#
+# Needs: cargo install cargo-deb; apt-get install -y lintian (systemd-analyze comes with systemd).
+# `PACKAGES="arm64 armhf peer"` (the default) picks which to build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fail() { echo "package: $*" >&2; exit 1; }
+command -v cargo-deb >/dev/null || fail "cargo-deb is missing: cargo install cargo-deb --locked"
+command -v lintian >/dev/null || fail "lintian is missing: apt-get install -y lintian"
+command -v systemd-analyze >/dev/null || fail "systemd-analyze is missing: apt-get install -y systemd"
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+out=$target_dir/debian
+mkdir -p "$out"
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+check() { # deb unit binary_path
+  local deb=$1 unit=$2 bin=$3 contents root
+  contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+  for want in "./usr/bin/$bin" "./lib/systemd/system/$unit"; do
+    grep -qx "$want" <<<"$contents" || fail "$deb lacks $want"
+  done
+  if [ "$bin" = covo ]; then
+    for want in ./etc/covo/covo.toml ./usr/share/covo/boards/rpi4.toml ./usr/share/covo/boards/rpi5.toml \
+                ./usr/share/covo/boards/rpi-zero2w.toml ./usr/share/doc/covo/config.md; do
+      grep -qx "$want" <<<"$contents" || fail "$deb lacks $want"
+    done
+    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/covo/covo.toml \
+      || fail "$deb does not mark /etc/covo/covo.toml as a conffile"
+    local postinst; postinst=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst)
+    grep -q 'adduser --quiet --system --group .* covo' <<<"$postinst" || fail "$deb's postinst creates no covo user"
+    grep -q 'for g in i2c spi gpio dialout' <<<"$postinst" || fail "$deb's postinst does not add covo to i2c spi gpio dialout"
+    grep -q 'deb-systemd-helper' <<<"$postinst" || fail "$deb's postinst does not register the unit"
+  fi
+  # Errors fail; warnings are printed. A static musl binary and a cross-arch one make lintian
+  # tag what it cannot judge (no manual page, statically linked): those are warnings at most.
+  lintian --fail-on error --suppress-tags no-manual-page "$deb" >&2 || fail "lintian found errors in $deb"
+  root=$(mktemp -d)
+  dpkg-deb -x "$deb" "$root"
+  systemd-analyze verify --root="$root" "$root/lib/systemd/system/$unit" >&2 \
+    || fail "systemd-analyze verify rejects $unit"
+  rm -rf "$root"
+  echo "package: $(basename "$deb") ok ($(stat -c %s "$deb") bytes, $(wc -l <<<"$contents") entries)"
+}
+
+for p in ${PACKAGES:-arm64 armhf peer}; do
+  case $p in
+    arm64)
+      bin=$(bash tests/cross/build.sh aarch64 | tail -n 1)
+      # cargo-deb finds the binary under --target-dir/<triple>/<profile>; strip is done.
+      cargo deb -p covo-gateway --no-build --no-strip --profile edge --target aarch64-unknown-linux-musl \
+        --target-dir "$(dirname "$(dirname "$(dirname "$bin")")")" \
+        --output "$out/covo_${version}-1_arm64.deb" >&2
+      check "$out/covo_${version}-1_arm64.deb" covo.service covo ;;
+    armhf)
+      bin=$(bash tests/cross/build.sh armv7 | tail -n 1)
+      cargo deb -p covo-gateway --variant armhf --no-build --no-strip --profile edge \
+        --target armv7-unknown-linux-gnueabihf --target-dir "$(dirname "$(dirname "$(dirname "$bin")")")" \
+        --output "$out/covo_${version}-1_armhf.deb" >&2
+      check "$out/covo_${version}-1_armhf.deb" covo.service covo ;;
+    peer)
+      cargo build --release -p covo-peer >&2
+      cargo deb -p covo-peer --no-build --output "$out/covo-peer_${version}-1_amd64.deb" >&2
+      check "$out/covo-peer_${version}-1_amd64.deb" covo-peer.service covo-peer ;;
+    *) fail "unknown package $p (arm64, armhf or peer)" ;;
+  esac
+done
