@@ -162,3 +162,19 @@ fn the_documented_example_parses_and_sets_every_section() {
         }
     }
 }
+
+#[test]
+fn the_packaged_example_config_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/covo.toml");
+    let text = std::fs::read_to_string(&path).expect("packaging/covo.toml");
+    let c = Config::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.board.as_deref(), Some("sim"));
+    // It points to the board files where the package installs them, and those load.
+    assert!(text.contains("/usr/share/covo/boards/rpi4.toml"));
+    for b in ["rpi4.toml", "rpi5.toml", "rpi-zero2w.toml"] {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../boards")
+            .join(b);
+        covo_hal_tools::board::BoardDef::load(&p).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
