@@ -20,12 +20,11 @@ fn main() {
         "cargo:rustc-env=COVO_GIT_DESCRIBE={}",
         describe.as_deref().unwrap_or("unknown")
     );
-    // Describe again when HEAD moves: HEAD itself (a branch switch), the branch's ref (a
-    // commit) and the index (staging, which --dirty sees).
+    // Describe again when HEAD moves: HEAD itself (a branch switch) and the branch's ref (a
+    // commit). Not the index: `git status` rewrites it, which would rebuild the gateway.
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
         let dir = PathBuf::from(dir);
         println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-        println!("cargo:rerun-if-changed={}", dir.join("index").display());
         if let (Some(common), Some(head)) = (
             git(&["rev-parse", "--git-common-dir"]),
             git(&["symbolic-ref", "-q", "HEAD"]),

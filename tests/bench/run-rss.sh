@@ -79,7 +79,7 @@ on=$(report "edge build, sim board, broker up" "${pids[2]}")
 if [ -n "${BEFORE_BIN:-}" ]; then
   before=$(report "before (BEFORE_BIN), broker up" "${pids[-2]}")
 fi
-for mode in on ${skip_default:-default} ${BEFORE_BIN:+before}; do
+for mode in on $([ -n "$skip_default" ] || echo default) ${BEFORE_BIN:+before}; do
   grep -q "MQTT on" "$work/$mode/stderr" || { echo "run-rss: covo run ($mode) did not connect:" >&2; cat "$work/$mode/stderr" >&2; exit 1; }
 done
 echo "covo run (edge build) with MQTT: $(echo "scale=2; $on/1024" | bc) MiB (target <= 6.5 MiB); MQTT costs $(echo "scale=2; ($on-$off)/1024" | bc) MiB; ratio to sleep $(echo "scale=1; $on/$base" | bc)x${skip_default:+; default build not measured}${dflt:+; the default build holds $(echo "scale=2; $dflt/$on" | bc)x as much}"
