@@ -26,11 +26,13 @@ rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target" \
 # (SQLite, ring) of the edge build; python3 runs code_run's Python snippets in the peer's tests.
 # The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
 # (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
+# lintian and systemd-analyze check the Debian packages and their units.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
-            qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static; do
+            qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
+            lintian:lintian systemd-analyze:systemd; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
@@ -41,7 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 \
-           qemu-aarch64-static qemu-arm-static; do
+           qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
@@ -53,6 +55,9 @@ if ! need cargo-zigbuild || ! python3 -c 'import ziglang' 2>/dev/null; then
   hash -r
 fi
 need cargo-zigbuild || { echo "run-all: cargo-zigbuild is missing and could not be installed (pip install ziglang cargo-zigbuild)" >&2; exit 1; }
+# cargo-deb makes the Debian packages (tests/package/build.sh).
+need cargo-deb || cargo install cargo-deb --locked
+need cargo-deb || { echo "run-all: cargo-deb is missing and could not be installed" >&2; exit 1; }
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
@@ -67,3 +72,5 @@ cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
 echo "== Raspberry Pi builds (aarch64 musl, armv7 glibc 2.31) under qemu-user"
 bash tests/cross/check.sh
+echo "== Debian packages (covo arm64 and armhf, covo-peer amd64): contents, lintian, units"
+bash tests/package/build.sh
