@@ -47,6 +47,10 @@ for t in "${targets[@]}"; do
         || fail "$bin needs glibc $newest; Raspberry Pi OS bullseye has 2.31"
       cpu=$(readelf -AW "$bin" | sed -n 's/.*Tag_CPU_name: "\(.*\)"/\1/p')
       echo "cross/check: armv7 needs glibc <= $newest, built for CPU ${cpu:-unnamed}" >&2
+      # The emulated CPU has teeth: an ARMv6 core (Pi Zero/1, unsupported) must trap on it.
+      if qemu-arm-static -cpu arm1176 -L /usr/arm-linux-gnueabihf "$bin" --version >/dev/null 2>&1; then
+        fail "$bin ran on an emulated ARM1176: qemu does not enforce the CPU model, so cortex-a7 proves nothing"
+      fi
       runner="qemu-arm-static -cpu cortex-a7 -L /usr/arm-linux-gnueabihf" ;;
   esac
   start=$(date +%s)
