@@ -36,7 +36,8 @@ check() { # deb unit binary_path
     dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/covo/covo.toml \
       || fail "$deb does not mark /etc/covo/covo.toml as a conffile"
     local postinst; postinst=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst)
-    grep -q 'adduser --quiet --system --group .* covo' <<<"$postinst" || fail "$deb's postinst creates no covo user"
+    { grep -q 'adduser --quiet --system --group' <<<"$postinst" && grep -q '"covo gateway" covo$' <<<"$postinst"; } \
+      || fail "$deb's postinst creates no covo user"
     grep -q 'for g in i2c spi gpio dialout' <<<"$postinst" || fail "$deb's postinst does not add covo to i2c spi gpio dialout"
     grep -q 'deb-systemd-helper' <<<"$postinst" || fail "$deb's postinst does not register the unit"
   fi
