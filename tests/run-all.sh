@@ -15,7 +15,9 @@ fi
 # The firmware images build for their microcontrollers; the QEMU one runs in the tests.
 # The edge build (README, "Building for a board") is a static musl executable.
 edge_target="$(uname -m)-unknown-linux-musl"
-rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
+# The Raspberry Pi builds (tests/cross/build.sh) cross-compile for these.
+rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target" \
+  aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
 
 # Debian packages the suites run for real: a command and the package that has it.
 # qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
@@ -24,13 +26,20 @@ rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target"
 # (SQLite, ring) of the edge build; python3 runs code_run's Python snippets in the peer's tests,
 # bwrap (bubblewrap) is code_run's sandbox; git, tmux and arecord (alsa-utils) back the git,
 # tmux and voice tools' tests.
+# The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
+# (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
+# lintian and systemd-analyze check the Debian packages and their units.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
-            bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils; do
+            bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
+            qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
+            lintian:lintian systemd-analyze:systemd; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
+[ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
@@ -43,9 +52,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
-           qemu-system-x86_64 busybox make gcc; do
+           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
+[ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
+  || { echo "run-all: the armhf glibc (libc6-armhf-cross) is missing and could not be installed" >&2; exit 1; }
 # paho-mqtt (PyPI) runs the example peer of docs/peer-protocol.md in the gateway's tests.
 if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; then
   python3 -m pip install --quiet 'paho-mqtt>=2,<3' \
@@ -53,6 +64,16 @@ if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; th
 fi
 python3 -c 'import paho.mqtt.client' \
   || { echo "run-all: paho-mqtt (python3) is missing and could not be installed" >&2; exit 1; }
+# zig and cargo-zigbuild come from PyPI (Debian's Python refuses a plain pip install: PEP 668).
+if ! need cargo-zigbuild || ! python3 -c 'import ziglang' 2>/dev/null; then
+  python3 -m pip install -q ziglang cargo-zigbuild 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages ziglang cargo-zigbuild
+  hash -r
+fi
+need cargo-zigbuild || { echo "run-all: cargo-zigbuild is missing and could not be installed (pip install ziglang cargo-zigbuild)" >&2; exit 1; }
+# cargo-deb makes the Debian packages (tests/package/build.sh).
+need cargo-deb || cargo install cargo-deb --locked
+need cargo-deb || { echo "run-all: cargo-deb is missing and could not be installed" >&2; exit 1; }
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
@@ -68,3 +89,7 @@ bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
 # It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
+echo "== Raspberry Pi builds (aarch64 musl, armv7 glibc 2.31) under qemu-user"
+bash tests/cross/check.sh
+echo "== Debian packages (covo arm64 and armhf, covo-peer amd64): contents, lintian, units"
+bash tests/package/build.sh

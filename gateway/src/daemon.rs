@@ -352,6 +352,9 @@ pub async fn serve(
     let mut sampling: Option<tokio::task::JoinHandle<()>> = None;
     // Microcontroller events feed the watches on their own thread (stopped when this returns).
     let _mcu_events = crate::watch::McuWatcher::spawn(rt.clone());
+    // systemd (Type=notify, WatchdogSec): ready now; the loop pings the watchdog every second.
+    let mut notify = crate::sd_notify::Notifier::from_env();
+    notify.ready();
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -394,6 +397,7 @@ pub async fn serve(
                 }
             }
             _ = link_check.tick() => {
+                notify.watchdog();
                 if let Some(l) = link.filter(|l| l.connects() != connects) {
                     connects = l.connects();
                     tracing::info!("MQTT reconnected: announcing to Home Assistant again");
@@ -470,6 +474,7 @@ pub async fn serve(
             }
         }
     }
+    notify.stopping();
     // Turns in flight were cancelled with `stop`; let them publish their last answer.
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         while turns.join_next().await.is_some() {}

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "covo",
-    version,
+    version = VERSION,
+    long_version = LONG_VERSION,
     about = "An LLM agent gateway for Linux boards"
 )]
 struct Cli {
@@ -32,6 +33,7 @@ struct Cli {
 
 mod cli {
     pub mod chat;
+    pub mod doctor;
     pub mod run;
 }
 
@@ -80,6 +82,16 @@ enum Command {
     /// The database: sizes and retention (`[store]`).
     #[command(subcommand)]
     Store(StoreCmd),
+    /// Check this board's setup (interfaces, devices, groups, clock, space, broker, model);
+    /// exits 1 when a check fails.
+    Doctor {
+        /// Root of the file system to check, for a mounted SD card image or tests.
+        #[arg(long, value_name = "DIR", default_value = "/")]
+        root: PathBuf,
+        /// Skip the broker and model checks (no network).
+        #[arg(long)]
+        offline: bool,
+    },
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -182,6 +194,59 @@ enum ToolsCmd {
     },
 }
 
+/// The edge profile is the release profile with `panic = "abort"`.
+#[cfg(panic = "abort")]
+macro_rules! build_name {
+    () => {
+        "edge"
+    };
+}
+#[cfg(not(panic = "abort"))]
+macro_rules! build_name {
+    () => {
+        env!("COVO_PROFILE")
+    };
+}
+#[cfg(panic = "abort")]
+macro_rules! panic_strategy {
+    () => {
+        "abort"
+    };
+}
+#[cfg(not(panic = "abort"))]
+macro_rules! panic_strategy {
+    () => {
+        "unwind"
+    };
+}
+
+/// `covo -V`: the crate version and the commit (`gateway/build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COVO_GIT_DESCRIBE"),
+    ")"
+);
+
+/// `covo --version`: also the target, the build (edge: static, aborts on a panic) and the
+/// enabled cargo features, which is what a bug report from a board needs.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ngit: ",
+    env!("COVO_GIT_DESCRIBE"),
+    "\ntarget: ",
+    env!("COVO_TARGET"),
+    "\nbuild: ",
+    build_name!(),
+    " (",
+    env!("COVO_LINKING"),
+    ", panic=",
+    panic_strategy!(),
+    ")",
+    "\nfeatures: ",
+    env!("COVO_FEATURES")
+);
+
 /// An error that exits with code 2 (usage or configuration).
 #[derive(Debug)]
 struct UsageError(String);
@@ -225,8 +290,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
              `cargo build --release -p covo-peer`)",
         ));
     }
+    if let Command::Doctor { root, offline } = &cli.command {
+        // An invalid configuration is one of the failures doctor reports, not a usage error.
+        return cli::doctor::run(Config::load(cli.config.as_deref()), root, *offline);
+    }
     let config = Config::load(cli.config.as_deref()).map_err(usage)?;
     match cli.command {
+        Command::Doctor { .. } => unreachable!("answered before the config loads"),
         Command::Peer { .. } => unreachable!("answered before the config loads"),
         Command::Run { profile } => {
             // A daemon never prompts, even when started from a terminal: its callers are on

@@ -515,3 +515,46 @@ address = 0x76
     assert_eq!(row("board_info")["available"], true);
     assert_eq!(row("todo_write")["available"], true);
 }
+
+#[test]
+fn version_names_the_commit_target_build_and_features() {
+    let e = Env::new();
+    let out = e.covo(&["--version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("covo {}", env!("CARGO_PKG_VERSION")),
+        "{text}"
+    );
+    // The commit this binary was built from, as git describes it now (the test and the binary
+    // are built from the same tree).
+    let describe = Command::new("git")
+        .args(["describe", "--always", "--tags", "--dirty"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let describe = String::from_utf8_lossy(&describe.stdout).trim().to_string();
+    let git = lines[1].strip_prefix("git: ").expect(&text);
+    // The build script ran at or before this tree's state: same commit, dirty or not.
+    assert_eq!(
+        git.trim_end_matches("-dirty"),
+        describe.trim_end_matches("-dirty"),
+        "{text}"
+    );
+    let target = lines[2].strip_prefix("target: ").expect(&text);
+    assert!(
+        target.starts_with(std::env::consts::ARCH) && target.contains(std::env::consts::OS),
+        "{text}"
+    );
+    assert!(lines[3].starts_with("build: debug ("), "{text}");
+    assert!(lines[3].ends_with(", panic=unwind)"), "{text}");
+    assert_eq!(lines[4], "features: none", "{text}");
+    // -V is the one-line form.
+    let short = e.covo(&["-V"]);
+    assert_eq!(
+        String::from_utf8_lossy(&short.stdout).trim(),
+        format!("covo {} ({git})", env!("CARGO_PKG_VERSION"))
+    );
+}

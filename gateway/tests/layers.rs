@@ -15,6 +15,7 @@ const RANK: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "logging",
+            "sd_notify",
             "secrets",
             "schema",
             "config",
@@ -31,7 +32,7 @@ const RANK: &[(&str, &[&str])] = &[
         &["policy", "exec", "spec", "user_io", "hooks", "runtime"],
     ),
     ("tools", &["watch", "tools"]),
-    ("agent and daemon", &["agent", "swarm", "daemon"]),
+    ("agent and daemon", &["agent", "swarm", "daemon", "doctor"]),
     ("binary", &["cli", "main"]),
 ];
 

@@ -18,6 +18,7 @@ if [ -z "${BIN:-}" ]; then
   cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >/dev/null 2>&1 \
     || { echo "run-rss: the edge build failed: cargo build --profile edge -p covo-gateway --target $musl" >&2; exit 1; }
 fi
+skip_default=; [ "${DEFAULT_BIN:-}" = skip ] && { skip_default=1; DEFAULT_BIN=/bin/true; }
 if [ -z "${DEFAULT_BIN:-}" ]; then
   cargo build --release -p covo-gateway --bin covo >/dev/null 2>&1
 fi
@@ -55,7 +56,7 @@ printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "rss"\n' "$port" >"$wo
 mkdir -p "$work/default"
 cp "$work/on/covo.toml" "$work/default/covo.toml"
 sed -i 's/gateway_id = "rss"/gateway_id = "rss-default"/' "$work/default/covo.toml"
-modes="off on default"
+modes="off on default"; [ -n "$skip_default" ] && modes="off on"
 if [ -n "${BEFORE_BIN:-}" ]; then
   modes="$modes before"
   mkdir -p "$work/before"
@@ -74,15 +75,15 @@ sleep "$settle"
 base=$(report "baseline: sleep" "${pids[-1]}")
 off=$(report "edge build, MQTT off" "${pids[1]}")
 on=$(report "edge build, sim board, broker up" "${pids[2]}")
-dflt=$(report "default build, sim board, broker up" "${pids[3]}")
+[ -n "$skip_default" ] || dflt=$(report "default build, sim board, broker up" "${pids[3]}")
 if [ -n "${BEFORE_BIN:-}" ]; then
-  before=$(report "before (BEFORE_BIN), broker up" "${pids[4]}")
+  before=$(report "before (BEFORE_BIN), broker up" "${pids[-2]}")
 fi
-for mode in on default ${BEFORE_BIN:+before}; do
+for mode in on $([ -n "$skip_default" ] || echo default) ${BEFORE_BIN:+before}; do
   grep -q "MQTT on" "$work/$mode/stderr" || { echo "run-rss: covo run ($mode) did not connect:" >&2; cat "$work/$mode/stderr" >&2; exit 1; }
 done
-echo "covo run (edge build) with MQTT: $(echo "scale=2; $on/1024" | bc) MiB (target <= 6.5 MiB); MQTT costs $(echo "scale=2; ($on-$off)/1024" | bc) MiB; ratio to sleep $(echo "scale=1; $on/$base" | bc)x; the default build holds $(echo "scale=2; $dflt/$on" | bc)x as much"
-echo "binary size: edge $(stat -c %s "$bin") bytes, default $(stat -c %s "$default_bin") bytes"
+echo "covo run (edge build) with MQTT: $(echo "scale=2; $on/1024" | bc) MiB (target <= 6.5 MiB); MQTT costs $(echo "scale=2; ($on-$off)/1024" | bc) MiB; ratio to sleep $(echo "scale=1; $on/$base" | bc)x${skip_default:+; default build not measured}${dflt:+; the default build holds $(echo "scale=2; $dflt/$on" | bc)x as much}"
+echo "binary size: edge $(stat -c %s "$bin") bytes${dflt:+, default $(stat -c %s "$default_bin") bytes}"
 if [ -n "${BEFORE_BIN:-}" ]; then
   echo "before: $(echo "scale=2; $before/1024" | bc) MiB RSS, $(stat -c %s "$BEFORE_BIN") bytes; after/before: RSS $(echo "scale=2; $on/$before" | bc), size $(echo "scale=2; $(stat -c %s "$bin")/$(stat -c %s "$BEFORE_BIN")" | bc)"
 fi

@@ -1,0 +1,268 @@
+//! `covo doctor` against fixture root file systems (`tests/fixtures/doctor/`: a Pi 5 set up
+//! right, a Pi 4 with I2C off and its user outside the `i2c` group, a machine that is no Pi), and
+//! its network checks against a real listener and the scripted LLM server.
+
+use covo::config::{Config, LlmConfig, MqttConfig};
+use covo::doctor::{model_check, Check, Doctor, Status};
+use covo::llm::{HttpModel, Provider};
+use covo_tests::llm_server::{Reply, ScriptedLlm};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/doctor")
+        .join(name)
+}
+
+fn board(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../boards")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `covo doctor --offline --root ROOT` with `board` in a fresh covo.toml.
+fn doctor(root: &str, board: &str) -> (Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("covo.toml");
+    std::fs::write(&cfg, format!("board = \"{board}\"\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "doctor",
+            "--offline",
+            "--root",
+        ])
+        .arg(fixture(root))
+        .env("COVO_HOME", dir.path().join("home"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+fn line<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting {start:?} in:\n{text}"))
+}
+
+/// The line after `start`'s line (its fix).
+fn fix_of<'a>(text: &'a str, start: &str) -> &'a str {
+    let mut it = text.lines().skip_while(|l| !l.starts_with(start));
+    it.next();
+    it.next().unwrap_or("").trim()
+}
+
+#[test]
+fn a_pi5_set_up_right_passes_every_check() {
+    let (out, text) = doctor("pi5-ok", &board("rpi5.toml"));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines()
+            .all(|l| !l.starts_with("FAIL") && !l.starts_with("warn")),
+        "{text}"
+    );
+    line(&text, "ok   hardware: Raspberry Pi 5 Model B Rev 1.0");
+    line(&text, "ok   i2c: enabled in /boot/firmware/config.txt");
+    line(&text, "ok   spi: enabled in /boot/firmware/config.txt");
+    for node in [
+        "/dev/i2c-1",
+        "/dev/spidev0.0",
+        "/dev/spidev0.1",
+        "/dev/ttyAMA0",
+        "/dev/gpiochip0",
+    ] {
+        line(&text, &format!("ok   device: {node} opens read-write"));
+    }
+    line(&text, "ok   groups: pi is in i2c, spi, gpio, dialout");
+    assert!(
+        line(&text, "ok   clock: ").ends_with("synchronized by NTP"),
+        "{text}"
+    );
+    line(&text, "ok   storage: ");
+    assert!(text.trim_end().ends_with("0 failed, 0 warnings"), "{text}");
+}
+
+#[test]
+fn a_pi4_with_i2c_off_fails_with_the_fixes() {
+    let (out, text) = doctor("pi4-i2c-off", &board("rpi4.toml"));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(&text, "ok   hardware: Raspberry Pi 4 Model B Rev 1.4");
+    line(
+        &text,
+        "FAIL i2c: off in /boot/config.txt, and the board file uses i2c",
+    );
+    assert_eq!(
+        fix_of(&text, "FAIL i2c"),
+        "fix: add `dtparam=i2c_arm=on` to /boot/config.txt (or `sudo raspi-config nonint do_i2c 0`) and reboot"
+    );
+    line(&text, "ok   spi: enabled in /boot/config.txt");
+    line(&text, "FAIL device: /dev/i2c-1 is missing");
+    line(&text, "ok   device: /dev/serial0 opens read-write");
+    line(&text, "FAIL groups: pi is not in i2c");
+    assert_eq!(
+        fix_of(&text, "FAIL groups"),
+        "fix: sudo usermod -aG i2c pi, then log in again"
+    );
+    // No NTP marker in this root: a warning, not a failure.
+    line(&text, "warn clock: ");
+    assert!(text.trim_end().ends_with("3 failed, 1 warnings"), "{text}");
+}
+
+#[test]
+fn a_machine_that_is_no_pi_passes_with_the_sim_board_and_fails_with_a_pi_board() {
+    let (out, text) = doctor("non-pi", "sim");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    line(
+        &text,
+        "ok   hardware: not a Raspberry Pi; the sim board needs no hardware",
+    );
+    assert!(!text.contains("i2c") && !text.contains("device:"), "{text}");
+
+    let (out, text) = doctor("non-pi", &board("rpi4.toml"));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(
+        &text,
+        "warn hardware: not a Raspberry Pi (no device-tree model)",
+    );
+    line(&text, "FAIL device: /dev/i2c-1 is missing");
+    // Its /etc/group has none of the Pi's device groups.
+    line(
+        &text,
+        "warn groups: no group i2c, spi, gpio, dialout on this system",
+    );
+}
+
+#[test]
+fn a_broken_board_file_or_config_is_a_failed_check_not_a_crash() {
+    let (out, text) = doctor("non-pi", "/nonexistent/board.toml");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(&text, "FAIL board file: ");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("covo.toml");
+    std::fs::write(&cfg, "[mqtt]\nulr = \"mqtt://x\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "doctor",
+            "--offline",
+            "--root",
+        ])
+        .arg(fixture("non-pi"))
+        .env("COVO_HOME", dir.path().join("home"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(&text, "FAIL config: invalid config");
+    assert!(text.contains("unknown field `ulr`"), "{text}");
+    // The other checks still ran, on the defaults.
+    line(&text, "ok   storage: ");
+}
+
+fn at(secs: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+fn checks(root: &str, config: &Config, now: SystemTime) -> Vec<Check> {
+    Doctor {
+        root: fixture(root),
+        config,
+        now,
+    }
+    .local_checks()
+}
+
+#[test]
+fn a_clock_that_was_never_set_fails() {
+    let config = Config::default();
+    let c = checks("pi5-ok", &config, at(86_400 * 3));
+    let clock = c.iter().find(|c| c.topic == "clock").unwrap();
+    assert_eq!(clock.status, Status::Fail, "{clock}");
+    assert!(clock.message.contains("1970-01-04"), "{clock}");
+    assert!(clock.fix.as_deref().unwrap().contains("NTP"), "{clock}");
+    let c = checks("pi5-ok", &config, at(covo::doctor::SANE_AFTER + 1));
+    assert_eq!(
+        c.iter().find(|c| c.topic == "clock").unwrap().status,
+        Status::Ok
+    );
+}
+
+#[test]
+fn the_broker_check_connects_for_real() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let with = |url: String| Config {
+        mqtt: Some(MqttConfig {
+            url: Some(url),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let config = with(format!("mqtt://127.0.0.1:{port}"));
+    let d = Doctor {
+        root: fixture("non-pi"),
+        config: &config,
+        now: SystemTime::now(),
+    };
+    assert_eq!(d.broker().status, Status::Ok, "{}", d.broker());
+    drop(listener);
+    let b = d.broker();
+    assert_eq!(b.status, Status::Fail, "{b}");
+    assert!(b.message.contains("does not answer"), "{b}");
+    // No [mqtt]: a warning.
+    let none = Config::default();
+    let d = Doctor {
+        root: fixture("non-pi"),
+        config: &none,
+        now: SystemTime::now(),
+    };
+    assert_eq!(d.broker().status, Status::Warn);
+}
+
+#[test]
+fn the_model_check_sends_one_request_offering_sensor_read() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("sensor_read", r#"{"sensor":"climate"}"#)]),
+        Reply::text("It is 21 degrees."),
+        Reply::status(500, r#"{"error":{"message":"boom"}}"#),
+    ]);
+    let model = |retries: u32| {
+        HttpModel::new(
+            Provider::resolve(
+                &LlmConfig {
+                    base_url: Some(srv.openai_base_url()),
+                    model: Some("scripted".into()),
+                    max_retries: Some(retries),
+                    ..Default::default()
+                },
+                &|_| None,
+            )
+            .unwrap(),
+        )
+        .unwrap()
+    };
+    let m = model(0);
+    let ok = rt.block_on(model_check(Some(&m)));
+    assert_eq!(ok.status, Status::Ok, "{ok}");
+    let req = &srv.requests()[0];
+    let tools = req.body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "one tiny request");
+    assert_eq!(tools[0]["function"]["name"], "sensor_read");
+    let text_only = rt.block_on(model_check(Some(&m)));
+    assert_eq!(text_only.status, Status::Warn, "{text_only}");
+    let broken = rt.block_on(model_check(Some(&m)));
+    assert_eq!(broken.status, Status::Fail, "{broken}");
+    assert_eq!(rt.block_on(model_check(None)).status, Status::Warn);
+}

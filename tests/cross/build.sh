@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the covo gateway for a Raspberry Pi (README, "Building for a board"), with the
+# workspace's size-optimised `edge` profile (release, fat LTO, opt-level "s", stripped,
+# panic = abort), and prints the path of each binary.
+#
+#   tests/cross/build.sh                 # both targets
+#   tests/cross/build.sh aarch64         # only the 64-bit build
+#   tests/cross/build.sh armv7           # only the 32-bit build
+#
+# Targets:
+# - aarch64-unknown-linux-musl: a static executable for Pi 3, 4, 5 and Zero 2 W on a 64-bit OS.
+#   The baseline armv8-a (with the mandatory NEON/FP) runs on every 64-bit Pi; nothing finer is
+#   needed, and a Cortex-A72 (Pi 4) or A76 (Pi 5) tuning would break the Pi 3.
+# - armv7-unknown-linux-gnueabihf, linked against glibc 2.31 by zig (`.2.31` suffix), so one
+#   binary runs on Raspberry Pi OS bullseye (2.31) and bookworm (2.36) on a Pi 2, 3 or Zero 2 W.
+#   `-C target-cpu=cortex-a7`: the Pi 2's core (BCM2836). The Pi 3 and Zero 2 W run
+#   Cortex-A53s in AArch32, which execute every Cortex-A7 instruction, so this is the largest
+#   feature set all three share: ARMv7-A with Thumb-2, NEON, VFPv4 with 32 double registers and
+#   hardware integer division. Rust's armv7 default (+v7,+vfp3,-d32,-neon) is the common
+#   denominator of all ARMv7 chips, including ones without NEON; cortex-a7 also schedules for
+#   the in-order pipeline these Pis have. tests/cross/check.sh runs this binary under
+#   `qemu-arm -cpu cortex-a7`, so an instruction a Pi 2 lacks fails there as "Illegal
+#   instruction". ARMv6 (Pi Zero/1) is out of reach: rustup cannot download
+#   arm-unknown-linux-gnueabihf here.
+#
+# Needs: `pip install ziglang cargo-zigbuild` (zig is the C cross compiler for SQLite and ring,
+# and the linker), `rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf`.
+# Artifacts go to $CARGO_TARGET_DIR/cross (default target/cross), apart from the host builds:
+# zig's compiler settings would otherwise invalidate the host build's C parts.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fail() { echo "cross/build: $*" >&2; exit 1; }
+
+command -v cargo-zigbuild >/dev/null || fail "cargo-zigbuild is missing: pip install ziglang cargo-zigbuild"
+python3 -c 'import ziglang' 2>/dev/null || command -v zig >/dev/null \
+  || fail "zig is missing: pip install ziglang"
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(aarch64 armv7)
+out_dir=${CARGO_TARGET_DIR:-$PWD/target}/cross
+installed=$(rustup target list --installed)
+
+for t in "${targets[@]}"; do
+  case $t in
+    aarch64) triple=aarch64-unknown-linux-musl; zig_triple=$triple ;;
+    armv7)   triple=armv7-unknown-linux-gnueabihf; zig_triple=$triple.2.31
+             export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-cpu=cortex-a7" ;;
+    *) fail "unknown target $t (aarch64 or armv7)" ;;
+  esac
+  grep -qx "$triple" <<<"$installed" || fail "the Rust target $triple is missing: rustup target add $triple"
+  start=$(date +%s)
+  cargo zigbuild --profile edge -p covo-gateway --bin covo --target "$zig_triple" --target-dir "$out_dir" >&2 \
+    || fail "cargo zigbuild --profile edge -p covo-gateway --bin covo --target $zig_triple failed"
+  bin=$out_dir/$triple/edge/covo
+  [ -x "$bin" ] || fail "$bin was not built"
+  echo "cross/build: $triple built in $(( $(date +%s) - start )) s, $(stat -c %s "$bin") bytes" >&2
+  echo "$bin"
+done

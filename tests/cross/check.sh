@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the Raspberry Pi binaries (tests/cross/build.sh) and proves each one works under
+# qemu-user, emulating the oldest CPU it must run on:
+# - aarch64 (static musl) under `qemu-aarch64-static -cpu cortex-a53` (Pi 3 and Zero 2 W);
+# - armv7 (glibc) under `qemu-arm-static -cpu cortex-a7` (Pi 2), with Debian's armhf glibc
+#   (libc6-armhf-cross) as its root: an instruction a Pi 2 lacks is "Illegal instruction" here.
+# For each: the ELF is checked (static; for armv7 the glibc symbol versions it needs are at most
+# 2.31, bullseye's), then tests/tests/cross_qemu.rs runs `covo tools list`, `sensor_read` on the
+# sim board, `covo chat -m` against the scripted LLM server and `covo run` against a mosquitto
+# on the host (Home Assistant discovery configs and telemetry).
+#
+#   tests/cross/check.sh [aarch64|armv7]…     (default: both)
+#
+# Needs what build.sh needs, plus: apt-get install -y qemu-user-static libc6-armhf-cross
+# mosquitto mosquitto-clients (tests/run-all.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fail() { echo "cross/check: $*" >&2; exit 1; }
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(aarch64 armv7)
+for cmd in qemu-aarch64-static qemu-arm-static readelf; do
+  command -v "$cmd" >/dev/null || fail "$cmd is missing (apt-get install -y qemu-user-static binutils)"
+done
+[ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
+  || fail "the armhf glibc is missing (apt-get install -y libc6-armhf-cross)"
+[ -x "$(command -v mosquitto || echo /usr/sbin/mosquitto)" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
+
+# The host side of the tests (scripted LLM server, broker harness) builds once, natively.
+cargo test -p covo-tests --test cross_qemu --no-run >&2
+
+for t in "${targets[@]}"; do
+  start=$(date +%s)
+  bin=$(bash tests/cross/build.sh "$t" | tail -n 1)
+  built=$(( $(date +%s) - start ))
+  case $t in
+    aarch64)
+      readelf -lW "$bin" | grep -q INTERP && fail "$bin asks for a program interpreter (it is not static)"
+      readelf -dW "$bin" | grep -q NEEDED && fail "$bin needs shared libraries"
+      readelf -hW "$bin" | grep -q 'AArch64' || fail "$bin is not an AArch64 executable"
+      runner="qemu-aarch64-static -cpu cortex-a53" ;;
+    armv7)
+      readelf -hW "$bin" | grep -q 'ARM$' || fail "$bin is not a 32-bit ARM executable"
+      readelf -lW "$bin" | grep -q 'ld-linux-armhf.so.3' || fail "$bin is not a hard-float glibc executable"
+      newest=$(readelf -VW "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
+      [ "$(printf '%s\n2.31\n' "$newest" | sort -V | tail -n 1)" = 2.31 ] \
+        || fail "$bin needs glibc $newest; Raspberry Pi OS bullseye has 2.31"
+      cpu=$(readelf -AW "$bin" | sed -n 's/.*Tag_CPU_name: "\(.*\)"/\1/p')
+      echo "cross/check: armv7 needs glibc <= $newest, built for CPU ${cpu:-unnamed}" >&2
+      # The emulated CPU has teeth: an ARMv6 core (Pi Zero/1, unsupported) must trap on it.
+      if qemu-arm-static -cpu arm1176 -L /usr/arm-linux-gnueabihf "$bin" --version >/dev/null 2>&1; then
+        fail "$bin ran on an emulated ARM1176: qemu does not enforce the CPU model, so cortex-a7 proves nothing"
+      fi
+      runner="qemu-arm-static -cpu cortex-a7 -L /usr/arm-linux-gnueabihf" ;;
+  esac
+  start=$(date +%s)
+  COVO_CROSS_BIN=$bin COVO_CROSS_RUNNER=$runner \
+    cargo test -p covo-tests --test cross_qemu -- --ignored --test-threads 1 >&2 \
+    || fail "$t: $bin does not work under $runner"
+  echo "cross/check: $t ok under '$runner' ($(stat -c %s "$bin") bytes; build ${built} s, checks $(( $(date +%s) - start )) s)"
+done
