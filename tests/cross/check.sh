@@ -55,7 +55,7 @@ for t in "${targets[@]}"; do
   esac
   start=$(date +%s)
   COVO_CROSS_BIN=$bin COVO_CROSS_RUNNER=$runner \
-    cargo test -p covo-tests --test cross_qemu -- --ignored --test-threads 1 >&2 \
+    cargo test -p covo-tests --test cross_qemu -- --test-threads 1 >&2 \
     || fail "$t: $bin does not work under $runner"
   echo "cross/check: $t ok under '$runner' ($(stat -c %s "$bin") bytes; build ${built} s, checks $(( $(date +%s) - start )) s)"
 done

@@ -8,8 +8,9 @@
 //! - `COVO_CROSS_RUNNER`: the emulator command line that runs it, words split on spaces
 //!   (`qemu-aarch64-static -cpu cortex-a53`, `qemu-arm-static -cpu cortex-a7 -L /usr/arm-linux-gnueabihf`).
 //!
-//! They are ignored in the ordinary `cargo test`, which builds no cross binary; run without the
-//! two variables (`--ignored`) they fail, naming what is missing.
+//! The ordinary `cargo test`, which builds no cross binary, does not build this target at all
+//! (`test = false` in `tests/Cargo.toml`); `cargo test --test cross_qemu` runs it, and without
+//! the two variables every test fails, naming what is missing.
 
 use covo_tests::broker::{raw, Mosquitto};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
@@ -91,7 +92,6 @@ fn ok(out: Output, what: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs a cross build and qemu-user: tests/cross/check.sh"]
 fn tools_list_names_the_catalog() {
     let d = Dir::new("list", "");
     let out = ok(
@@ -117,7 +117,6 @@ fn covo_core_count() -> usize {
 }
 
 #[test]
-#[ignore = "needs a cross build and qemu-user: tests/cross/check.sh"]
 fn sensor_read_reads_the_sim_bme280() {
     let d = Dir::new("sensor", "");
     let out = ok(
@@ -165,7 +164,6 @@ fn sensor_read_reads_the_sim_bme280() {
 }
 
 #[test]
-#[ignore = "needs a cross build and qemu-user: tests/cross/check.sh"]
 fn chat_m_calls_a_tool_over_http_and_prints_the_answer() {
     let srv = ScriptedLlm::start(vec![
         Reply::tool_calls(vec![("sensor_read", r#"{"sensor":"climate"}"#)]),
@@ -212,7 +210,6 @@ fn terminate(mut child: Child) -> Option<i32> {
 }
 
 #[test]
-#[ignore = "needs a cross build and qemu-user: tests/cross/check.sh"]
 fn run_announces_to_home_assistant_and_sends_telemetry() {
     let broker = Mosquitto::start();
     let ha = raw(broker.port(), "homeassistant/#");
