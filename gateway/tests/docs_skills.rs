@@ -6,21 +6,12 @@ use std::path::Path;
 use std::process::Command;
 
 fn call(dir: &Path, tool: &str, args: Value) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
-        .args(["tools", "call", tool, &args.to_string()])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_covo"));
+    cmd.args(["tools", "call", tool, &args.to_string()])
         .current_dir(dir)
         .env("COVO_HOME", dir.join("home"))
-        .env_remove("COVO_CONFIG")
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{tool}: not JSON: {} {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), v)
+        .env_remove("COVO_CONFIG");
+    covo_tests::bins::json(&mut cmd)
 }
 
 fn pages(v: &Value) -> Vec<String> {

@@ -24,24 +24,15 @@ impl Env {
     }
 
     fn call(&self, tool: &str, args: Value) -> (i32, Value) {
-        let out = Command::new(env!("CARGO_BIN_EXE_covo"))
-            .args(["tools", "call", "--yes", tool, &args.to_string()])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_covo"));
+        cmd.args(["tools", "call", "--yes", tool, &args.to_string()])
             .current_dir(self.dir.path())
             .env("COVO_HOME", self.dir.path().join("home"))
             .env_remove("COVO_CONFIG")
             // No identity from the environment: the tool must cope.
             .env("HOME", self.dir.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-            panic!(
-                "{tool}: not JSON: {} {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (out.status.code().unwrap_or(-1), v)
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        covo_tests::bins::json(&mut cmd)
     }
 }
 

@@ -6,21 +6,12 @@ use std::path::Path;
 use std::process::Command;
 
 fn covo(home: &Path, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_covo"));
+    cmd.args(args)
         .current_dir(home)
         .env("COVO_HOME", home.join("home"))
-        .env_remove("COVO_CONFIG")
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{args:?}: not JSON: {} {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), v)
+        .env_remove("COVO_CONFIG");
+    covo_tests::bins::json(&mut cmd)
 }
 
 fn call(home: &Path, tool: &str, args: &str) -> (i32, Value) {

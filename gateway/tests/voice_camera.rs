@@ -23,22 +23,13 @@ open(out, "wb").write(png)
 fn covo(home: &Path, config: &str, args: &[&str]) -> (i32, Value) {
     let cfg = home.join("covo.toml");
     std::fs::write(&cfg, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_covo"))
-        .arg("--config")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_covo"));
+    cmd.arg("--config")
         .arg(&cfg)
         .args(args)
         .env("COVO_HOME", home.join("home"))
-        .env_remove("COVO_CONFIG")
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{args:?}: not JSON: {} {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), v)
+        .env_remove("COVO_CONFIG");
+    covo_tests::bins::json(&mut cmd)
 }
 
 fn artifact(home: &Path, id: &str) -> Vec<u8> {

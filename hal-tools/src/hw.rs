@@ -461,11 +461,10 @@ impl Hardware {
     fn with_line<T>(
         &self,
         pin: u32,
-        wait: Duration,
         f: impl FnOnce(&mut dyn Line) -> Result<T, BusError>,
     ) -> Result<T, HwError> {
         let line = self.line(pin)?;
-        let deadline = Instant::now() + wait;
+        let deadline = Instant::now() + LOCK_TIMEOUT;
         let mut g = loop {
             match line.try_lock() {
                 Ok(g) => break g,
@@ -513,12 +512,12 @@ impl Hardware {
 
     /// Reads a line's level, leaving its direction as it is.
     pub fn gpio_read(&self, pin: u32) -> Result<bool, HwError> {
-        self.with_line(pin, LOCK_TIMEOUT, |l| l.read())
+        self.with_line(pin, |l| l.read())
     }
 
     /// Drives a line (making it an output if it was not).
     pub fn gpio_write(&self, pin: u32, high: bool) -> Result<(), HwError> {
-        self.with_line(pin, LOCK_TIMEOUT, |l| l.write(high))?;
+        self.with_line(pin, |l| l.write(high))?;
         self.gpio_writes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(())
@@ -556,7 +555,7 @@ impl Hardware {
                 d.name
             ))));
         }
-        self.with_line(pin, LOCK_TIMEOUT, |l| l.wait_edge(edge, timeout))
+        self.with_line(pin, |l| l.wait_edge(edge, timeout))
     }
 
     /// Sets a PWM channel; returns what the hardware set.

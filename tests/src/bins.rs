@@ -29,3 +29,18 @@ pub fn path(name: &str) -> PathBuf {
 pub fn covo() -> PathBuf {
     path("covo")
 }
+
+/// Runs a command that prints one JSON document (`covo tools call`, `covo tools list --json`):
+/// its exit code (-1 when killed by a signal) and the document. Panics, showing the command and
+/// both outputs, when stdout is not JSON.
+pub fn json(cmd: &mut std::process::Command) -> (i32, serde_json::Value) {
+    let out = cmd.output().expect("the command starts");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{cmd:?}: not JSON: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
