@@ -75,24 +75,48 @@ need cargo-zigbuild || { echo "run-all: cargo-zigbuild is missing and could not 
 need cargo-deb || cargo install cargo-deb --locked
 need cargo-deb || { echo "run-all: cargo-deb is missing and could not be installed" >&2; exit 1; }
 
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+# Disk: CI machines have little of it (a clean run once failed with "No space left on device").
+# With COVO_PRUNE=1 (set by .ci/run) each phase frees the build products the later phases do not
+# need; every phase prints what is free and what the build tree holds.
+disk() { echo "   disk: $(df -h . | awk 'NR==2 {print $4}') free, target $(du -sh "$target_dir" 2>/dev/null | cut -f1)"; }
+prune() { # dirs...: removed only under COVO_PRUNE=1
+  if [ "${COVO_PRUNE:-0}" = 1 ]; then rm -rf "$@"; echo "   pruned: ${*#"$target_dir"/}"; fi
+}
+
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== clippy (covo-peer without default features: no code graph)"
 cargo clippy -p covo-peer --no-default-features --all-targets -- -D warnings
+disk
 echo "== firmware"
 (cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)
 (cd firmware/rp2040 && cargo fmt -- --check && cargo build --release)
 echo "== tests";    cargo test --workspace
+disk
 echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
-bash tests/edge-smoke.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
+edge_bin=$target_dir/$edge_target/edge/covo
+bash tests/edge-smoke.sh "$edge_bin"
 # It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
-bash tests/kernel/run.sh "${CARGO_TARGET_DIR:-target}/$edge_target/edge/covo"
-echo "== Raspberry Pi builds (aarch64 musl, armv7 glibc 2.31) under qemu-user"
-bash tests/cross/check.sh
-# The gateway's packages reuse the Pi builds above. The peer's package needs a release build of
+bash tests/kernel/run.sh "$edge_bin"
+disk
+# The cross checks' host side is the last thing that needs the debug build.
+bash tests/cross/check.sh --prepare
+export COVO_CROSS_TEST_READY=1
+prune "$target_dir/debug" "$target_dir/$edge_target/edge/deps" "$target_dir/$edge_target/edge/build" \
+  "$target_dir/$edge_target/edge/.fingerprint"
+# The gateway's packages reuse each Pi build. The peer's package needs a release build of
 # covo-peer of its own (about 5 minutes more on a clean 2-core machine), which would put a clean
 # CI run near its 30-minute budget: `bash tests/package/build.sh` (PACKAGES="peer") builds it by hand.
-echo "== Debian packages (covo arm64 and armhf): contents, lintian, units"
-PACKAGES="arm64 armhf" bash tests/package/build.sh
+for pair in aarch64:arm64:aarch64-unknown-linux-musl armv7:armhf:armv7-unknown-linux-gnueabihf; do
+  IFS=: read -r cpu pkg triple <<<"$pair"
+  echo "== Raspberry Pi build ($cpu) under qemu-user, and its Debian package ($pkg): contents, lintian, units"
+  bash tests/cross/check.sh "$cpu"
+  PACKAGES=$pkg bash tests/package/build.sh
+  disk
+  prune "$target_dir/cross/$triple/edge/deps" "$target_dir/cross/$triple/edge/build" \
+    "$target_dir/cross/$triple/edge/.fingerprint"
+done
+echo "== all suites passed"

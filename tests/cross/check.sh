@@ -10,6 +10,7 @@
 # on the host (Home Assistant discovery configs and telemetry).
 #
 #   tests/cross/check.sh [aarch64|armv7]…     (default: both)
+#   tests/cross/check.sh --prepare            (build the host side only)
 #
 # Needs what build.sh needs, plus: apt-get install -y qemu-user-static libc6-armhf-cross
 # mosquitto mosquitto-clients (tests/run-all.sh installs them).
@@ -26,8 +27,20 @@ done
   || fail "the armhf glibc is missing (apt-get install -y libc6-armhf-cross)"
 [ -x "$(command -v mosquitto || echo /usr/sbin/mosquitto)" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
 
-# The host side of the tests (scripted LLM server, broker harness) builds once, natively.
-cargo test -p covo-tests --test cross_qemu --no-run >&2
+# The host side of the tests (scripted LLM server, broker harness) builds once, natively, and
+# is copied next to the Pi builds, to run from there.
+# `check.sh --prepare` only does that; with COVO_CROSS_TEST_READY=1 a later call uses the copy, so
+# CI can free the debug build (target/debug) before the cross builds (COVO_PRUNE in run-all.sh).
+test_bin=${CARGO_TARGET_DIR:-$PWD/target}/cross/cross_qemu
+if [ "${targets[0]:-}" = --prepare ] || [ -z "${COVO_CROSS_TEST_READY:-}" ]; then
+  built_test=$(cargo test -p covo-tests --test cross_qemu --no-run 2>&1 | tee /dev/stderr \
+    | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -n 1)
+  [ -n "$built_test" ] && [ -x "$built_test" ] || fail "the cross_qemu test binary was not built"
+  mkdir -p "$(dirname "$test_bin")"
+  cp "$built_test" "$test_bin"
+fi
+[ "${targets[0]:-}" = --prepare ] && exit 0
+[ -x "$test_bin" ] || fail "$test_bin is missing: run tests/cross/check.sh --prepare first"
 
 for t in "${targets[@]}"; do
   start=$(date +%s)
@@ -55,7 +68,7 @@ for t in "${targets[@]}"; do
   esac
   start=$(date +%s)
   COVO_CROSS_BIN=$bin COVO_CROSS_RUNNER=$runner \
-    cargo test -p covo-tests --test cross_qemu -- --test-threads 1 >&2 \
+    "$test_bin" --test-threads 1 >&2 \
     || fail "$t: $bin does not work under $runner"
   echo "cross/check: $t ok under '$runner' ($(stat -c %s "$bin") bytes; build ${built} s, checks $(( $(date +%s) - start )) s)"
 done

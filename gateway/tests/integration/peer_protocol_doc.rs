@@ -8,7 +8,7 @@ use covo_tests::http_fake;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const DOC: &str = include_str!("../../docs/peer-protocol.md");
+const DOC: &str = include_str!("../../../docs/peer-protocol.md");
 
 /// The first ```python block after the "Example peer" heading.
 fn example() -> String {

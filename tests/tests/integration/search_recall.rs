@@ -54,7 +54,7 @@ fn report(name: &str, r: &Recall) {
 
 #[test]
 fn recall_at_5_on_the_dev_set_is_at_least_095() {
-    let r = recall(include_str!("../fixtures/toolsearch-dev.tsv"));
+    let r = recall(include_str!("../../fixtures/toolsearch-dev.tsv"));
     report("dev set", &r);
     assert!(
         r.at5 >= 0.95,
@@ -66,7 +66,7 @@ fn recall_at_5_on_the_dev_set_is_at_least_095() {
 
 #[test]
 fn recall_on_the_extra_phrasings_is_reported_and_stays_high() {
-    let r = recall(include_str!("../fixtures/toolsearch-extra.tsv"));
+    let r = recall(include_str!("../../fixtures/toolsearch-extra.tsv"));
     report("extra set", &r);
     assert!(
         r.at5 >= 0.85,

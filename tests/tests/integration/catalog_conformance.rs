@@ -28,7 +28,7 @@ struct Composite {
 }
 
 fn catalog() -> Catalog {
-    let text = include_str!("../fixtures/catalog.toml");
+    let text = include_str!("../../fixtures/catalog.toml");
     toml::from_str(text).expect("catalog fixture parses")
 }
 

@@ -133,10 +133,12 @@ fn pruning_keeps_every_table_within_its_limits_in_small_batches() {
     assert_eq!(fts, 500);
     // Readings outside the age limit are gone even below the row limit.
     let lim = limits((1_000_000, 1_000_000, 1_000_000), 5);
+    // The cut is taken at prune time; compare against a clock read before it, not after.
+    let before = chrono::Utc::now();
     s.prune_all(&lim, 100).unwrap();
     let stats = s.stats(&lim).unwrap();
     let oldest = covo::store::parse_time(stats.readings.oldest.as_deref().unwrap()).unwrap();
-    assert!(chrono::Utc::now() - oldest <= chrono::Duration::days(5));
+    assert!(before - oldest <= chrono::Duration::days(5), "{oldest}");
 }
 
 #[test]
