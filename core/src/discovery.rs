@@ -192,13 +192,14 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
             "terminate",
             "trash",
             "unschedule",
+            "unset",
             "wipe",
         ],
         &["cancel", "clear", "delete", "forget", "kill"],
     ),
     (
         &[
-            "add", "create", "launch", "make", "new", "set", "spawn", "start",
+            "add", "create", "launch", "make", "new", "remind", "run", "set", "spawn", "start",
         ],
         &[
             "add", "create", "spawn", "start", "store", "generate", "write",
@@ -208,16 +209,99 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
         &["list", "show", "view", "which"],
         &["list", "read", "status", "info"],
     ),
+    (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
 ];
 
 /// How much a tool whose name performs the query's action is favoured.
 const VERB_BOOST: f32 = 1.2;
+
+/// How much the plural of a tool-name word ("skills", "goals") favours that family's `*_list`.
+const PLURAL_LIST_BOOST: f32 = 1.2;
+
+/// Words that ask how a tool is used, beside a tool's exact name.
+const USAGE_WORDS: &[&str] = &[
+    "arguments",
+    "call",
+    "definition",
+    "describe",
+    "expect",
+    "expects",
+    "invoke",
+    "parameters",
+    "params",
+    "schema",
+    "signature",
+    "take",
+    "takes",
+    "usage",
+    "use",
+];
 
 /// Words that open a question about state.
 const QUESTION_OPENERS: &[&str] = &[
     "any", "are", "did", "do", "does", "has", "have", "how", "is", "show", "was", "were", "what",
     "whats", "when", "where", "which", "who", "why",
 ];
+
+/// Phrases whose words mean little alone but much together, with what they add to the query.
+const PHRASES: &[(&[&str], &str)] = &[
+    (
+        &[
+            "is there something",
+            "is there anything",
+            "is there a way",
+            "any way to",
+        ],
+        "tool search",
+    ),
+    (
+        &[
+            "save that",
+            "note that",
+            "remember that",
+            "record that",
+            "keep in mind",
+        ],
+        "memory store",
+    ),
+    (
+        &[
+            "did we",
+            "we decided",
+            "we said",
+            "we talked",
+            "we agreed",
+            "we discussed",
+        ],
+        "conversation",
+    ),
+];
+
+/// Whether the query asks to pass something on to a person: a verb of telling followed closely
+/// by the person ("tell them…", "give the user an update", "report back to me").
+fn addresses_the_user(query: &str) -> bool {
+    const TELL: &[&str] = &[
+        "answer", "give", "inform", "message", "msg", "reply", "report", "send", "tell", "update",
+    ];
+    const PEOPLE: &[&str] = &["everyone", "me", "us", "user", "users"];
+    let ws: Vec<String> = words(query).collect();
+    ws.iter().enumerate().any(|(i, w)| {
+        TELL.contains(&w.as_str())
+            && ws[i + 1..]
+                .iter()
+                .take(3)
+                .any(|p| PEOPLE.contains(&p.as_str()))
+    })
+}
+
+/// Whether `text` holds `phrase` as whole words.
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + phrase.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
 
 /// Query words that mean the same as words the tool documents use. Applied to queries only, so
 /// the model-facing descriptions stay short.
@@ -285,6 +369,7 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("restart", "reboot"),
     ("ha", "home assistant"),
     ("msg", "message"),
+    ("flip", "toggle"),
     ("gateways", "swarm"),
     ("pic", "photo picture"),
     ("pics", "photo picture"),
@@ -458,7 +543,11 @@ impl TextIndex {
     /// The query with typos corrected, file names, topics, percentages and shell snippets
     /// marked, and synonyms added.
     fn expand_query(&self, query: &str) -> String {
-        let query = without_payload(&query.to_lowercase().replace("to-do", "todo"));
+        let mut query = query.to_lowercase().replace("to-do", "todo");
+        for det in ["the", "my", "your", "a"] {
+            query = query.replace(&format!("{det} to do"), &format!("{det} todo"));
+        }
+        let query = without_payload(&query);
         let mut q = String::with_capacity(query.len() * 2);
         let mut extra = String::new();
         if names_a_time(&query) {
@@ -466,6 +555,15 @@ impl TextIndex {
         }
         if names_a_threshold(&query) {
             extra.push_str(" watch threshold");
+        }
+        if addresses_the_user(&query) {
+            extra.push_str(" send message user");
+        }
+        for (phrases, more) in PHRASES {
+            if phrases.iter().any(|p| contains_phrase(&query, p)) {
+                extra.push(' ');
+                extra.push_str(more);
+            }
         }
         for raw in query.split_whitespace() {
             if matches!(
@@ -545,7 +643,7 @@ fn names_a_threshold(query: &str) -> bool {
     const CONDITIONS: &[&str] = &["if", "when", "whenever", "once"];
     const COMPARISONS: &[&str] = &[
         "above", "below", "over", "under", "exceeds", "exceed", "higher", "lower", "more", "less",
-        "drops", "falls", "rises", "reaches", "hits",
+        "drops", "falls", "rises", "hits",
     ];
     let ws: Vec<String> = query
         .split_whitespace()
@@ -654,11 +752,11 @@ fn names_a_time(query: &str) -> bool {
         let next = ws.get(i + 1).map(String::as_str).unwrap_or("");
         let after = ws.get(i + 2).map(String::as_str).unwrap_or("");
         clock(w)
-            || (w == "at" && (number(next) || clock(next)))
+            || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
             || (w == "in"
                 && (number(next) || next == "a" || next == "an")
                 && UNITS.contains(&after))
-            || (w == "every" && (PERIODS.contains(&next) || number(next)))
+            || ((w == "every" || w == "each") && (PERIODS.contains(&next) || number(next)))
     })
 }
 
@@ -699,9 +797,24 @@ impl SearchIndex {
         }
     }
 
+    /// A query that names a tool exactly and asks how to use it ("parameters of serial_request")
+    /// is about the discovery tools, not the named one: the name becomes the word "tool".
+    fn about_a_named_tool(&self, query: &str) -> Option<String> {
+        let named = query
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find(|w| w.contains('_') && self.tools.iter().any(|t| t.name == *w))?;
+        let meta = words(query).any(|w| USAGE_WORDS.contains(&w.as_str()));
+        if !meta || named.starts_with("tool_") {
+            return None;
+        }
+        Some(query.replace(named, "tool"))
+    }
+
     /// The best `limit` tools for `query`, best first; ties keep catalog order, so the result is
     /// deterministic. A question favours tools that only read.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let about_a_tool = self.about_a_named_tool(query);
+        let query = about_a_tool.as_deref().unwrap_or(query);
         let mut scored = self.text.scores(query);
         let question = words(query)
             .next()
@@ -721,8 +834,17 @@ impl SearchIndex {
                     .map(|(_, names)| *names)
             })
             .collect();
+        // A plural of a word in tool names ("skills", "goals", "processes") asks for the list.
+        let plural_of: Vec<String> = words(query)
+            .filter(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss"))
+            .map(|w| w[..w.len() - 1].trim_end_matches("se").to_string())
+            .collect();
         for (i, s) in &mut scored {
             let name = self.tools[*i].name;
+            if name.ends_with("_list") && plural_of.iter().any(|p| name.split('_').any(|t| t == p))
+            {
+                *s *= PLURAL_LIST_BOOST;
+            }
             if actions
                 .iter()
                 .any(|names| name.split('_').any(|t| names.contains(&t)))
@@ -876,6 +998,41 @@ mod tests {
             first(&index, "publish 22.5 to sensors/temp"),
             "mqtt_publish"
         );
+    }
+
+    #[test]
+    fn phrases_telling_the_user_and_named_tools_are_recognised() {
+        assert!(addresses_the_user("give the user an update"));
+        assert!(addresses_the_user("report back to me when finished"));
+        assert!(!addresses_the_user(
+            "notify me when a reading crosses a threshold"
+        ));
+        assert!(!addresses_the_user("send bytes over spi"));
+        assert!(contains_phrase("ok, did we agree", "did we"));
+        assert!(!contains_phrase("candid wealth", "did we"));
+        let index = full();
+        assert_eq!(
+            index
+                .about_a_named_tool("parameters of serial_request")
+                .as_deref(),
+            Some("parameters of tool")
+        );
+        // A bare name is a search for that tool; tool_* names are left to match themselves.
+        assert_eq!(index.about_a_named_tool("serial_request"), None);
+        assert_eq!(index.about_a_named_tool("what does tool_call expect"), None);
+        assert_eq!(
+            first(&index, "parameters of serial_request"),
+            "tool_describe"
+        );
+        assert_eq!(first(&index, "what skills are there"), "skill_list");
+        assert!(index
+            .text
+            .expand_query("put it on the to do")
+            .contains("todo"));
+        assert!(index
+            .text
+            .expand_query("put it on the to-do list")
+            .contains("todo"));
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub static FS_STAT: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "File metadata: type, size, permissions and modification time.",
     params: r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}"#,
-    keywords: "file metadata stat info size type permissions mode owner modified mtime exists how large changed last time date owns",
+    keywords: "file metadata stat info size type permissions mode owner modified mtime exists how large changed last time date owns old age executable",
 };
 
 /// `fs_move`.

@@ -13,7 +13,7 @@ pub static TODO_READ: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Read the session's to-do list with counts per status.",
     params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-    keywords: "todos tasks checklist show list progress what is left remaining open items outstanding pending todo to-do view read my chores how many count counts status done",
+    keywords: "todos tasks checklist show list progress what is left remaining open items outstanding pending todo to-do view read my chores how many count counts status done shopping groceries",
 };
 
 /// `goal_create`.
