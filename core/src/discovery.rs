@@ -1036,6 +1036,50 @@ mod tests {
     }
 
     #[test]
+    fn odd_queries_never_panic() {
+        let index = full();
+        for q in [
+            "'",
+            "\"",
+            "'a",
+            "a'",
+            "é'x'ü",
+            "\u{201c}quoted\u{201d} text",
+            "\u{201c}open",
+            ":",
+            ": x",
+            "a: ",
+            "~/",
+            "/",
+            "//",
+            "6:",
+            ":30",
+            "at",
+            "in an",
+            "every",
+            "each 5",
+            "if below",
+            "when over 3",
+            "🙂 say 🙂",
+            "ÄÖÜ straße",
+            "a_b_c",
+            "gpio_write",
+            "describe gpio_write",
+            "x.",
+            ".x",
+            "0x76/0x77",
+            "%",
+            "`",
+            "``",
+            "bakcgroundé",
+            "to-do",
+            "to do",
+        ] {
+            let _ = index.search(q, 5);
+        }
+    }
+
+    #[test]
     fn search_is_deterministic_and_bounded_by_the_limit() {
         let index = full();
         let a: Vec<_> = index
