@@ -1,15 +1,307 @@
-//! The index behind `tool_search`: BM25 (the `bm25` crate: Snowball stemming, stop words) over
-//! each owned tool's name, description, parameter docs and search-only keywords.
+//! The index behind `tool_search`: BM25 (the `bm25` crate, with our own tokenizer: Snowball
+//! stemming, a stop list that keeps the words a request needs) over each owned tool's name,
+//! description, parameter docs and search-only keywords.
+//!
+//! A query is prepared before scoring: quoted text and text after a short label and a colon are
+//! content, not words about the tool, and are dropped; file names, paths and MQTT topics become
+//! the words "file", "folder" and "topic"; a clock time or delay adds "schedule", a condition on
+//! a number adds "watch"; long words one typo away from a document word are corrected; synonyms
+//! are added. Two small priors then rerank: a question favours tools that only read, and a verb
+//! that removes or creates favours the tools whose names do that.
 //!
 //! The index only ever holds the tools the profile owns, so no query can surface a pruned tool.
 
-use crate::spec::ToolSpec;
-use bm25::{Embedder, EmbedderBuilder, Language, Scorer};
+use crate::spec::{Effect, ToolSpec};
+use bm25::{Embedder, EmbedderBuilder, Scorer, Tokenizer};
+use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 /// How many times each field is repeated in a tool's document: a cheap, transparent field boost.
 const NAME_WEIGHT: usize = 3;
 const KEYWORD_WEIGHT: usize = 2;
+
+/// Stop words: NLTK's English list (the `bm25` crate's default) less the words that carry
+/// meaning in a tool request: directions and states (`on`, `off`, `up`, `out`, `above`, `below`),
+/// quantifiers (`each`, `other`, `more`) and order (`before`, `after`, `again`); plus `called`
+/// ("a file called x" names, it does not call). Sorted.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "against",
+    "ain",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "being",
+    "between",
+    "both",
+    "but",
+    "by",
+    "called",
+    "can",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "during",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "m",
+    "ma",
+    "me",
+    "mightn",
+    "most",
+    "mustn",
+    "my",
+    "myself",
+    "needn",
+    "nor",
+    "now",
+    "o",
+    "of",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "until",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "won",
+    "wouldn",
+    "y",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// How much a question ("what is…", "is the…", "show…") favours tools that only read: asking
+/// about state is far more often a read than a change.
+const QUESTION_READ_BOOST: f32 = 1.3;
+
+/// Query verbs grouped by the action they ask for, each with the name words of the tools that
+/// perform it: a query asking to remove something favours `*_delete`, `*_cancel`, `*_kill`,
+/// `memory_forget` over the tools that create the same kind of thing.
+const VERB_CLASSES: &[(&[&str], &[&str])] = &[
+    (
+        &[
+            "abort",
+            "axe",
+            "cancel",
+            "clear",
+            "delete",
+            "disable",
+            "discard",
+            "ditch",
+            "drop",
+            "end",
+            "erase",
+            "forget",
+            "kill",
+            "nix",
+            "remove",
+            "scrap",
+            "stop",
+            "terminate",
+            "trash",
+            "unschedule",
+            "unset",
+            "wipe",
+        ],
+        &["cancel", "clear", "delete", "forget", "kill"],
+    ),
+    (
+        &[
+            "add", "create", "launch", "make", "new", "remind", "run", "set", "spawn", "start",
+        ],
+        &[
+            "add", "create", "spawn", "start", "store", "generate", "write",
+        ],
+    ),
+    (
+        &["list", "show", "view", "which"],
+        &["list", "read", "status", "info"],
+    ),
+    (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
+];
+
+/// How much a tool whose name performs the query's action is favoured.
+const VERB_BOOST: f32 = 1.2;
+
+/// How much the plural of a tool-name word ("skills", "goals") favours that family's `*_list`.
+const PLURAL_LIST_BOOST: f32 = 1.2;
+
+/// Words that ask how a tool is used, beside a tool's exact name.
+const USAGE_WORDS: &[&str] = &[
+    "arguments",
+    "call",
+    "definition",
+    "describe",
+    "expect",
+    "expects",
+    "invoke",
+    "parameters",
+    "params",
+    "schema",
+    "signature",
+    "take",
+    "takes",
+    "usage",
+    "use",
+];
+
+/// Words that open a question about state.
+const QUESTION_OPENERS: &[&str] = &[
+    "any", "are", "did", "do", "does", "has", "have", "how", "is", "show", "was", "were", "what",
+    "whats", "when", "where", "which", "who", "why",
+];
+
+/// Phrases whose words mean little alone but much together, with what they add to the query.
+const PHRASES: &[(&[&str], &str)] = &[
+    (
+        &[
+            "is there something",
+            "is there anything",
+            "is there a way",
+            "any way to",
+        ],
+        "tool search",
+    ),
+    (
+        &[
+            "save that",
+            "note that",
+            "remember that",
+            "record that",
+            "keep in mind",
+        ],
+        "memory store",
+    ),
+    (
+        &[
+            "did we",
+            "we decided",
+            "we said",
+            "we talked",
+            "we agreed",
+            "we discussed",
+        ],
+        "conversation",
+    ),
+];
+
+/// Whether the query asks to pass something on to a person: a verb of telling followed closely
+/// by the person ("tell them…", "give the user an update", "report back to me").
+fn addresses_the_user(query: &str) -> bool {
+    const TELL: &[&str] = &[
+        "answer", "give", "inform", "message", "msg", "reply", "report", "send", "tell", "update",
+    ];
+    const PEOPLE: &[&str] = &["everyone", "me", "us", "user", "users"];
+    let ws: Vec<String> = words(query).collect();
+    ws.iter().enumerate().any(|(i, w)| {
+        TELL.contains(&w.as_str())
+            && ws[i + 1..]
+                .iter()
+                .take(3)
+                .any(|p| PEOPLE.contains(&p.as_str()))
+    })
+}
+
+/// Whether `text` holds `phrase` as whole words.
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + phrase.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
 
 /// Query words that mean the same as words the tool documents use. Applied to queries only, so
 /// the model-facing descriptions stay short.
@@ -56,7 +348,6 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("reminder", "schedule"),
     ("cron", "schedule"),
     ("alert", "notify watch"),
-    ("alarm", "notify watch"),
     ("remember", "memory store"),
     ("forget", "memory delete"),
     ("command", "shell"),
@@ -77,6 +368,14 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("say", "voice speech"),
     ("restart", "reboot"),
     ("ha", "home assistant"),
+    ("msg", "message"),
+    ("flip", "toggle"),
+    ("gateways", "swarm"),
+    ("pic", "photo picture"),
+    ("pics", "photo picture"),
+    ("repo", "repository git"),
+    ("cfg", "config"),
+    ("addr", "address"),
 ];
 
 /// One search result.
@@ -88,39 +387,397 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// Splits text into lowercase alphanumeric words ("to-do" is one word, "todo").
+fn words(text: &str) -> impl Iterator<Item = String> {
+    text.to_lowercase()
+        .replace("to-do", "todo")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.binary_search(&w).is_ok()
+}
+
+/// The tokenizer for documents and queries: lowercase words, less stop words, Snowball-stemmed.
+struct Analyzer {
+    stemmer: Stemmer,
+}
+
+impl Tokenizer for Analyzer {
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        words(text)
+            .filter(|w| !is_stop_word(w))
+            .map(|w| self.stemmer.stem(&w).into_owned())
+            .collect()
+    }
+}
+
+/// Corrects a long query word with one typo (a letter missing, a letter too many, two letters
+/// swapped) to a word of the documents, as a symmetric-delete lookup (SymSpell at distance 1),
+/// so a query costs a few hash probes per unknown word. Substitutions are not corrected, nor
+/// edits to the first letter or the last two: against a small vocabulary those mostly turn one
+/// real word into another ("printer" to "pointer", "plants" to "plans").
+struct Speller {
+    known: HashSet<String>,
+    /// Each known word with one inner letter deleted, mapped to the word.
+    deletes: HashMap<String, String>,
+}
+
+/// Words shorter than this are left alone: short words are too close to each other.
+const MIN_CORRECTED_LEN: usize = 7;
+
+/// `w` (ASCII) with one letter deleted at each position that may hold a typo.
+fn inner_deletes(w: &str) -> impl Iterator<Item = String> + '_ {
+    (1..w.len().saturating_sub(2)).map(move |i| format!("{}{}", &w[..i], &w[i + 1..]))
+}
+
+/// `w` (ASCII) with two adjacent letters swapped at each position that may hold a typo.
+fn inner_swaps(w: &str) -> impl Iterator<Item = String> + '_ {
+    (1..w.len().saturating_sub(3)).map(move |i| {
+        let b = w.as_bytes();
+        format!(
+            "{}{}{}{}",
+            &w[..i],
+            b[i + 1] as char,
+            b[i] as char,
+            &w[i + 2..]
+        )
+    })
+}
+
+impl Speller {
+    fn build<'a>(texts: impl Iterator<Item = &'a str>) -> Speller {
+        let mut known = HashSet::new();
+        let mut deletes = HashMap::new();
+        for text in texts {
+            for w in words(text) {
+                if w.len() > MIN_CORRECTED_LEN && w.bytes().all(|c| c.is_ascii_lowercase()) {
+                    for d in inner_deletes(&w) {
+                        deletes.entry(d).or_insert_with(|| w.clone());
+                    }
+                }
+                known.insert(w);
+            }
+        }
+        Speller { known, deletes }
+    }
+
+    /// The known word `w` is most likely a typo of, if it is unknown and one such edit away.
+    fn correct(&self, w: &str) -> Option<&str> {
+        if w.len() < MIN_CORRECTED_LEN
+            || self.known.contains(w)
+            || !w.bytes().all(|c| c.is_ascii_lowercase())
+        {
+            return None;
+        }
+        // A letter missing.
+        if let Some(k) = self.deletes.get(w) {
+            return Some(k);
+        }
+        // A letter too many, or two swapped.
+        inner_deletes(w)
+            .chain(inner_swaps(w))
+            .find_map(|d| self.known.get(&d))
+            .map(String::as_str)
+    }
+}
+
 /// A BM25 index over a fixed set of text documents, with the query expansion `tool_search`
 /// uses: the engine behind `tool_search`, and behind `docs_search` over documentation pages.
 pub struct TextIndex {
-    embedder: Embedder,
+    embedder: Embedder<u32, Analyzer>,
     scorer: Scorer<usize>,
+    speller: Speller,
 }
 
 impl TextIndex {
     /// Indexes `docs`; results name them by position.
     pub fn build(docs: &[String]) -> TextIndex {
         let corpus: Vec<&str> = docs.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &corpus)
+        let analyzer = Analyzer {
+            stemmer: Stemmer::create(Algorithm::English),
+        };
+        let embedder = EmbedderBuilder::with_tokenizer_and_fit_to_corpus(analyzer, &corpus)
             .b(0.5)
             .build();
         let mut scorer = Scorer::new();
         for (i, d) in docs.iter().enumerate() {
             scorer.upsert(&i, embedder.embed(d));
         }
-        TextIndex { embedder, scorer }
+        let speller = Speller::build(
+            corpus
+                .iter()
+                .copied()
+                .chain(QUERY_SYNONYMS.iter().map(|(k, _)| *k)),
+        );
+        TextIndex {
+            embedder,
+            scorer,
+            speller,
+        }
+    }
+
+    /// Every document matching `query` as (position, BM25 score), in document order.
+    fn scores(&self, query: &str) -> Vec<(usize, f32)> {
+        let q = self.expand_query(query);
+        let mut matches: Vec<(usize, f32)> = self
+            .scorer
+            .matches(&self.embedder.embed(&q))
+            .into_iter()
+            .map(|m| (m.id, m.score))
+            .collect();
+        matches.sort_by_key(|m| m.0);
+        matches
     }
 
     /// The best `limit` documents for `query` as (position, BM25 score), best first; ties keep
     /// document order, so the result is deterministic.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(usize, f32)> {
-        let q = expand_query(query);
-        let mut matches = self.scorer.matches(&self.embedder.embed(&q));
-        matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        matches
-            .into_iter()
-            .take(limit)
-            .map(|m| (m.id, m.score))
-            .collect()
+        best(self.scores(query), limit)
     }
+
+    /// The query with typos corrected, file names, topics, percentages and shell snippets
+    /// marked, and synonyms added.
+    fn expand_query(&self, query: &str) -> String {
+        let mut query = query.to_lowercase().replace("to-do", "todo");
+        for det in ["the", "my", "your", "a"] {
+            query = query.replace(&format!("{det} to do"), &format!("{det} todo"));
+        }
+        let query = without_payload(&query);
+        let mut q = String::with_capacity(query.len() * 2);
+        let mut extra = String::new();
+        if names_a_time(&query) {
+            extra.push_str(" schedule schedule create");
+        }
+        if names_a_threshold(&query) {
+            extra.push_str(" watch threshold");
+        }
+        if addresses_the_user(&query) {
+            extra.push_str(" send message user");
+        }
+        for (phrases, more) in PHRASES {
+            if phrases.iter().any(|p| contains_phrase(&query, p)) {
+                extra.push(' ');
+                extra.push_str(more);
+            }
+        }
+        for raw in query.split_whitespace() {
+            if matches!(
+                raw.trim_matches(|c: char| !c.is_alphanumeric()),
+                "tool" | "tools"
+            ) {
+                // Asking about tools themselves ("is there a tool for…") is a search for one.
+                extra.push_str(" tool search");
+            }
+            if raw.starts_with('`') {
+                extra.push_str(" shell command");
+            }
+            if raw.ends_with('%') {
+                extra.push_str(" percent");
+            }
+            let bare = raw.trim_matches(|c: char| !c.is_alphanumeric() && !"/~#+".contains(c));
+            if looks_like_file(bare) {
+                // The name is an argument; that it names a file is what tells the tool apart.
+                q.push_str(" file ");
+                continue;
+            }
+            if looks_like_path(bare) {
+                q.push_str(" file folder ");
+                continue;
+            }
+            if looks_like_topic(bare) {
+                extra.push_str(" topic");
+            } else if raw.len() > 1 && raw.ends_with('/') {
+                extra.push_str(" folder");
+            }
+            q.push_str(raw);
+            q.push(' ');
+        }
+        let mut q = q.replace(['_', '-', '/'], " ");
+        q.push_str(&extra);
+        let ws: Vec<String> = words(&q).collect();
+        for w in &ws {
+            let w = match self.speller.correct(w) {
+                Some(k) => {
+                    q.push(' ');
+                    q.push_str(k);
+                    k
+                }
+                None => w.as_str(),
+            };
+            if let Some((_, more)) = QUERY_SYNONYMS.iter().find(|(k, _)| *k == w) {
+                q.push(' ');
+                q.push_str(more);
+            }
+        }
+        q
+    }
+}
+
+/// The query less the content it carries: quoted spans, and what follows a colon after a
+/// short instruction ("note: the code is 4411").
+fn without_payload(query: &str) -> String {
+    let q = without_quoted(query);
+    match q.split_once(": ") {
+        Some((head, _))
+            if head.split_whitespace().count() <= 6 && words(head).any(|w| !is_stop_word(&w)) =>
+        {
+            if head.split_whitespace().count() <= 2 {
+                // "goal: ship v2", "todo: buy milk": a label, then what to record under it.
+                format!("{head} new")
+            } else {
+                head.to_string()
+            }
+        }
+        _ => q,
+    }
+}
+
+/// Whether the query sets a condition on a value: "when it goes under 11.5", "if humidity
+/// drops below 30%".
+fn names_a_threshold(query: &str) -> bool {
+    const CONDITIONS: &[&str] = &["if", "when", "whenever", "once"];
+    const COMPARISONS: &[&str] = &[
+        "above", "below", "over", "under", "exceeds", "exceed", "higher", "lower", "more", "less",
+        "drops", "falls", "rises", "hits",
+    ];
+    let ws: Vec<String> = query
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-'))
+        .map(str::to_lowercase)
+        .collect();
+    let number = |w: &str| {
+        let w = w.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%');
+        !w.is_empty() && w.trim_start_matches('-').parse::<f64>().is_ok()
+    };
+    let cond = ws.iter().position(|w| CONDITIONS.contains(&w.as_str()));
+    cond.is_some_and(|c| {
+        ws[c..].iter().enumerate().any(|(i, w)| {
+            COMPARISONS.contains(&w.as_str()) && ws[c + i + 1..].iter().take(3).any(|n| number(n))
+        })
+    })
+}
+
+/// An MQTT topic or filter: `home/lamp`, `sensors/+/temp`, `home/#`.
+fn looks_like_topic(w: &str) -> bool {
+    let parts: Vec<&str> = w.split('/').collect();
+    parts.len() >= 2
+        && !w.starts_with(['/', '~', '.'])
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || "_-+#".contains(c)))
+        && parts.iter().filter(|p| !is_stop_word(p)).count() >= 2
+}
+
+/// An absolute or home-relative path that is not a device: `/etc/hosts`, `~/notes`.
+fn looks_like_path(w: &str) -> bool {
+    (w.starts_with('/') || w.starts_with("~/") || w.starts_with("./"))
+        && !w.starts_with("/dev/")
+        && w.len() > 2
+}
+
+/// The query less its quoted spans ("…", '…'), which are content to act on ("add 'buy milk' to
+/// the list"), not words about the tool; the query itself when nothing else would be left.
+fn without_quoted(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    let mut chars = query.char_indices().peekable();
+    let mut prev = ' ';
+    while let Some((i, c)) = chars.next() {
+        let closing = match c {
+            '"' => Some('"'),
+            '\u{201c}' => Some('\u{201d}'),
+            '\'' if !prev.is_alphanumeric() => Some('\''),
+            _ => None,
+        };
+        let end = closing.and_then(|close| {
+            query[i + c.len_utf8()..]
+                .char_indices()
+                .find(|&(j, d)| {
+                    d == close
+                        && (close != '\''
+                            || !query[i + c.len_utf8() + j + 1..]
+                                .starts_with(|n: char| n.is_alphanumeric()))
+                })
+                .map(|(j, d)| i + c.len_utf8() + j + d.len_utf8())
+        });
+        match end {
+            Some(end) => {
+                out.push(' ');
+                while chars.peek().is_some_and(|&(k, _)| k < end) {
+                    chars.next();
+                }
+                prev = ' ';
+            }
+            None => {
+                out.push(c);
+                prev = c;
+            }
+        }
+    }
+    if words(&out).any(|w| !is_stop_word(&w)) {
+        out
+    } else {
+        query.to_string()
+    }
+}
+
+/// Whether the query names a clock time or a delay: "6am", "7:30", "at 7", "in 20 minutes",
+/// "every hour".
+fn names_a_time(query: &str) -> bool {
+    let ws: Vec<String> = words(&query.replace(':', "h")).collect();
+    let number = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit());
+    let clock = |w: &str| {
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let unit = &w[digits.len()..];
+        let am_pm = digits.starts_with(|c: char| c.is_ascii_digit())
+            && digits.chars().all(|c| c.is_ascii_digit() || c == 'h')
+            && matches!(unit, "am" | "pm");
+        // "7:30" arrives as "7h30".
+        let hh_mm = w.len() >= 4 && w.contains('h') && w.split('h').all(number);
+        am_pm || hh_mm
+    };
+    const UNITS: &[&str] = &[
+        "min", "mins", "minute", "minutes", "hour", "hours", "hr", "hrs", "day", "days", "week",
+        "weeks", "sec", "secs", "seconds",
+    ];
+    const PERIODS: &[&str] = &[
+        "minute", "hour", "day", "week", "month", "morning", "evening", "night", "weekday",
+        "weekend",
+    ];
+    ws.iter().enumerate().any(|(i, w)| {
+        let next = ws.get(i + 1).map(String::as_str).unwrap_or("");
+        let after = ws.get(i + 2).map(String::as_str).unwrap_or("");
+        clock(w)
+            || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
+            || (w == "in"
+                && (number(next) || next == "a" || next == "an")
+                && UNITS.contains(&after))
+            || ((w == "every" || w == "each") && (PERIODS.contains(&next) || number(next)))
+    })
+}
+
+/// A name with a short alphabetic extension, such as `main.rs` or `config.yaml`.
+fn looks_like_file(w: &str) -> bool {
+    match w.rsplit_once('.') {
+        Some((stem, ext)) => {
+            !stem.is_empty()
+                && (1..=4).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        }
+        None => false,
+    }
+}
+
+/// The best `limit` of `scored` (in document order), best first; ties keep document order.
+fn best(mut scored: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    scored
 }
 
 /// A BM25 index over a fixed set of tools.
@@ -133,17 +790,69 @@ impl SearchIndex {
     /// Indexes `tools`.
     pub fn build(tools: &[&'static ToolSpec]) -> SearchIndex {
         let docs: Vec<String> = tools.iter().map(|t| document(t)).collect();
+        let text = TextIndex::build(&docs);
         SearchIndex {
-            text: TextIndex::build(&docs),
+            text,
             tools: tools.to_vec(),
         }
     }
 
+    /// A query that names a tool exactly and asks how to use it ("parameters of serial_request")
+    /// is about the discovery tools, not the named one: the name becomes the word "tool".
+    fn about_a_named_tool(&self, query: &str) -> Option<String> {
+        let named = query
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find(|w| w.contains('_') && self.tools.iter().any(|t| t.name == *w))?;
+        let meta = words(query).any(|w| USAGE_WORDS.contains(&w.as_str()));
+        if !meta || named.starts_with("tool_") {
+            return None;
+        }
+        Some(query.replace(named, "tool"))
+    }
+
     /// The best `limit` tools for `query`, best first; ties keep catalog order, so the result is
-    /// deterministic.
+    /// deterministic. A question favours tools that only read.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
-        self.text
-            .search(query, limit)
+        let about_a_tool = self.about_a_named_tool(query);
+        let query = about_a_tool.as_deref().unwrap_or(query);
+        let mut scored = self.text.scores(query);
+        let question = words(query)
+            .next()
+            .is_some_and(|w| QUESTION_OPENERS.contains(&w.as_str()));
+        if question {
+            for (i, s) in &mut scored {
+                if self.tools[*i].effect == Effect::Read {
+                    *s *= QUESTION_READ_BOOST;
+                }
+            }
+        }
+        let actions: Vec<&[&str]> = words(query)
+            .filter_map(|w| {
+                VERB_CLASSES
+                    .iter()
+                    .find(|(verbs, _)| verbs.contains(&w.as_str()))
+                    .map(|(_, names)| *names)
+            })
+            .collect();
+        // A plural of a word in tool names ("skills", "goals", "processes") asks for the list.
+        let plural_of: Vec<String> = words(query)
+            .filter(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss"))
+            .map(|w| w[..w.len() - 1].trim_end_matches("se").to_string())
+            .collect();
+        for (i, s) in &mut scored {
+            let name = self.tools[*i].name;
+            if name.ends_with("_list") && plural_of.iter().any(|p| name.split('_').any(|t| t == p))
+            {
+                *s *= PLURAL_LIST_BOOST;
+            }
+            if actions
+                .iter()
+                .any(|names| name.split('_').any(|t| names.contains(&t)))
+            {
+                *s *= VERB_BOOST;
+            }
+        }
+        best(scored, limit)
             .into_iter()
             .map(|(i, score)| Hit {
                 tool: self.tools[i],
@@ -151,18 +860,6 @@ impl SearchIndex {
             })
             .collect()
     }
-}
-
-fn expand_query(query: &str) -> String {
-    let mut q = query.replace(['_', '-', '/'], " ");
-    let words: Vec<String> = q.split_whitespace().map(str::to_lowercase).collect();
-    for w in words {
-        if let Some((_, more)) = QUERY_SYNONYMS.iter().find(|(k, _)| *k == w) {
-            q.push(' ');
-            q.push_str(more);
-        }
-    }
-    q
 }
 
 /// The text indexed for one tool.
@@ -201,5 +898,203 @@ fn param_docs(schema: &Value, out: &mut String) {
     }
     if let Some(items) = schema.get("items") {
         param_docs(items, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn full() -> SearchIndex {
+        let catalog: Vec<_> = crate::catalog::all().collect();
+        let owned = crate::profile::resolve(&catalog, "full", &BTreeMap::new()).unwrap();
+        SearchIndex::build(&owned.tools)
+    }
+
+    fn first(index: &SearchIndex, q: &str) -> &'static str {
+        index.search(q, 1)[0].tool.name
+    }
+
+    #[test]
+    fn the_stop_list_is_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_stop_word("the") && !is_stop_word("off") && !is_stop_word("below"));
+    }
+
+    #[test]
+    fn long_words_one_typo_away_are_corrected_and_real_words_are_left_alone() {
+        let s = Speller::build(["remember background printed pointer plans"].into_iter());
+        assert_eq!(s.correct("remeber"), Some("remember")); // a letter missing
+        assert_eq!(s.correct("backgrround"), Some("background")); // one too many
+        assert_eq!(s.correct("bakcground"), Some("background")); // two swapped
+        assert_eq!(s.correct("printer"), None); // substitution: another word, not a typo
+        assert_eq!(s.correct("plants"), None); // too short to guess
+        assert_eq!(s.correct("remember"), None); // known
+        assert_eq!(s.correct("xemember"), None); // never the first letter
+    }
+
+    #[test]
+    fn quoted_content_and_text_after_a_label_are_dropped() {
+        assert_eq!(
+            without_payload("add 'buy milk' to my list")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["add", "to", "my", "list"]
+        );
+        assert_eq!(
+            without_payload("what's the \"x\" topic"),
+            "what's the   topic"
+        );
+        assert_eq!(
+            without_payload("save a note for later: pump A"),
+            "save a note for later"
+        );
+        assert_eq!(without_payload("goal: ship v2"), "goal new");
+        // Nothing but the quote: the query stays as it was.
+        assert_eq!(without_payload("'hello'"), "'hello'");
+    }
+
+    #[test]
+    fn times_thresholds_files_and_topics_are_recognised() {
+        for q in [
+            "set an alarm for 6am",
+            "at 7 water",
+            "wake me at 6:30",
+            "in 20 minutes",
+            "remind me in an hour",
+            "every hour check",
+        ] {
+            assert!(names_a_time(q), "{q}");
+        }
+        for q in [
+            "what's the temperature",
+            "read 6 bytes from 0x68",
+            "set pin 13 high",
+        ] {
+            assert!(!names_a_time(q), "{q}");
+        }
+        assert!(names_a_threshold("tell me if the pressure falls below 990"));
+        assert!(names_a_threshold(
+            "warn me when the voltage goes under 11.5v"
+        ));
+        assert!(!names_a_threshold("when was this file modified"));
+        assert!(looks_like_file("main.rs") && !looks_like_file("22.5") && !looks_like_file("x."));
+        assert!(looks_like_path("/etc/hosts") && !looks_like_path("/dev/ttyUSB0"));
+        assert!(looks_like_topic("home/lamp") && looks_like_topic("home/#"));
+        assert!(!looks_like_topic("and/or") && !looks_like_topic("/etc/hosts"));
+    }
+
+    #[test]
+    fn a_question_favours_reading_and_a_removing_verb_favours_removing() {
+        let index = full();
+        assert_eq!(first(&index, "is pin 4 high or low"), "gpio_read");
+        assert_eq!(
+            first(&index, "remove the temperature alert"),
+            "watch_delete"
+        );
+        assert_eq!(first(&index, "set an alarm for 6am"), "schedule_create");
+        assert_eq!(
+            first(&index, "publish 22.5 to sensors/temp"),
+            "mqtt_publish"
+        );
+    }
+
+    #[test]
+    fn phrases_telling_the_user_and_named_tools_are_recognised() {
+        assert!(addresses_the_user("give the user an update"));
+        assert!(addresses_the_user("report back to me when finished"));
+        assert!(!addresses_the_user(
+            "notify me when a reading crosses a threshold"
+        ));
+        assert!(!addresses_the_user("send bytes over spi"));
+        assert!(contains_phrase("ok, did we agree", "did we"));
+        assert!(!contains_phrase("candid wealth", "did we"));
+        let index = full();
+        assert_eq!(
+            index
+                .about_a_named_tool("parameters of serial_request")
+                .as_deref(),
+            Some("parameters of tool")
+        );
+        // A bare name is a search for that tool; tool_* names are left to match themselves.
+        assert_eq!(index.about_a_named_tool("serial_request"), None);
+        assert_eq!(index.about_a_named_tool("what does tool_call expect"), None);
+        assert_eq!(
+            first(&index, "parameters of serial_request"),
+            "tool_describe"
+        );
+        assert_eq!(first(&index, "what skills are there"), "skill_list");
+        assert!(index
+            .text
+            .expand_query("put it on the to do")
+            .contains("todo"));
+        assert!(index
+            .text
+            .expand_query("put it on the to-do list")
+            .contains("todo"));
+    }
+
+    #[test]
+    fn odd_queries_never_panic() {
+        let index = full();
+        for q in [
+            "'",
+            "\"",
+            "'a",
+            "a'",
+            "é'x'ü",
+            "\u{201c}quoted\u{201d} text",
+            "\u{201c}open",
+            ":",
+            ": x",
+            "a: ",
+            "~/",
+            "/",
+            "//",
+            "6:",
+            ":30",
+            "at",
+            "in an",
+            "every",
+            "each 5",
+            "if below",
+            "when over 3",
+            "🙂 say 🙂",
+            "ÄÖÜ straße",
+            "a_b_c",
+            "gpio_write",
+            "describe gpio_write",
+            "x.",
+            ".x",
+            "0x76/0x77",
+            "%",
+            "`",
+            "``",
+            "bakcgroundé",
+            "to-do",
+            "to do",
+        ] {
+            let _ = index.search(q, 5);
+        }
+    }
+
+    #[test]
+    fn search_is_deterministic_and_bounded_by_the_limit() {
+        let index = full();
+        let a: Vec<_> = index
+            .search("read the sensor", 5)
+            .iter()
+            .map(|h| h.tool.name)
+            .collect();
+        let b: Vec<_> = index
+            .search("read the sensor", 5)
+            .iter()
+            .map(|h| h.tool.name)
+            .collect();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 5);
+        assert!(index.search("", 5).is_empty());
+        assert!(index.search("qqqq zzzz", 5).is_empty());
     }
 }

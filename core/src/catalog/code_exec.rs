@@ -25,7 +25,7 @@ pub static CODE_GRAPH: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Symbol and call graph of the peer's source tree (Rust, Python, C), matched by name like ctags: where a symbol is defined, who calls it, what it calls, or every reference. Returns file:line matches with kind and enclosing scope.",
  params: r#"{"type":"object","properties":{"symbol":{"type":"string","minLength":1,"description":"identifier, e.g. parse_config or Parser; Foo::bar and x.bar match bar"},"query":{"enum":["definition","callers","callees","references"],"default":"definition"},"path":{"type":"string","description":"file or directory relative to the peer's code root (default: all of it)"}},"required":["symbol"],"additionalProperties":false}"#,
- keywords: "code graph symbols call graph callers callees who calls definition references navigate functions",
+ keywords: "code graph symbols call graph callers callees who calls definition references navigate functions defined where function symbol",
 };
 
 /// `test_generate`.

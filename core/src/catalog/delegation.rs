@@ -13,7 +13,7 @@ pub static SUBAGENT_SPAWN: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Start a sub-agent on the peer with its own toolsets and a task; it works alone (no hardware, no questions). Returns a handle: poll subagent_status, then get subagent_result.",
  params: r#"{"type":"object","properties":{"task":{"type":"string","description":"what to do, with everything it needs to know"},"toolsets":{"type":"array","items":{"type":"string"},"description":"toolset names, default: web, code_exec"}},"required":["task"],"additionalProperties":false}"#,
- keywords: "sub agent subagent spawn delegate worker helper parallel task hand off assistant",
+ keywords: "sub agent subagent spawn delegate worker helper parallel task hand off assistant spin up start new kick sub-agent background",
 };
 
 /// `subagent_status`.
@@ -61,7 +61,7 @@ pub static SWARM_CALL: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Call a tool on another gateway over MQTT (see swarm_members). It runs under that gateway's own policy; returns that tool's result.",
  params: r#"{"type":"object","properties":{"gateway":{"type":"string","description":"member id, e.g. greenhouse-2"},"tool":{"type":"string","description":"a tool that member serves"},"arguments":{"type":"object","default":{}},"timeout_ms":{"type":"integer","minimum":100,"maximum":300000,"default":10000}},"required":["gateway","tool"],"additionalProperties":false}"#,
- keywords: "swarm call remote another gateway other board node peer fleet run tool elsewhere greenhouse",
+ keywords: "swarm call remote another gateway other board node peer fleet run tool elsewhere greenhouse kitchen garage shed workshop office attic basement garden bedroom",
 };
 
 /// `swarm_broadcast`.

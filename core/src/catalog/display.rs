@@ -13,7 +13,8 @@ pub static DISPLAY_TEXT: ToolSpec = ToolSpec {
     effect: Effect::Actuate,
     description: "Show lines of text on the attached OLED display.",
     params: r#"{"type":"object","properties":{"lines":{"type":"array","items":{"type":"string"}},"clear":{"type":"boolean"}},"required":["lines"],"additionalProperties":false}"#,
-    keywords: "display show text write print message oled lcd screen ssd1306 sh1106 status panel",
+    keywords:
+        "display show text write print message oled lcd screen ssd1306 sh1106 status panel put",
 };
 
 /// `display_clear`.

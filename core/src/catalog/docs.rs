@@ -13,7 +13,7 @@ pub static DOCS_SEARCH: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Search bundled and user documentation: sensor datasheet notes, register maps, board pinouts. Returns page ids and snippets.",
  params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20,"default":5}},"required":["query"],"additionalProperties":false}"#,
- keywords: "documentation docs datasheet manual reference register map pinout wiring wire connect hookup notes how to spec sheet help",
+ keywords: "documentation docs datasheet manual reference register map pinout wiring wire connect hookup notes how to spec sheet help look find search hook up",
 };
 
 /// `docs_read`.

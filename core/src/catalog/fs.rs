@@ -14,7 +14,7 @@ pub static FS_READ: ToolSpec = ToolSpec {
     description:
         "Read a text file inside the workspace, optionally only lines start..=end (1-based).",
     params: r#"{"type":"object","properties":{"path":{"type":"string"},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":1},"max_bytes":{"type":"integer","minimum":1,"default":262144}},"required":["path"],"additionalProperties":false}"#,
-    keywords: "file read open view show cat contents text source code config line range head",
+    keywords: "file read open view show cat contents text source code config line range head print readme lines",
 };
 
 /// `fs_write`.
@@ -27,7 +27,7 @@ pub static FS_WRITE: ToolSpec = ToolSpec {
     description:
         "Create or overwrite a file inside the workspace atomically (parent folders are created).",
     params: r#"{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}"#,
-    keywords: "file write create save new overwrite contents text put",
+    keywords: "file write create save new overwrite contents text put store as into mkdir",
 };
 
 /// `fs_list`.
@@ -40,7 +40,7 @@ pub static FS_LIST: ToolSpec = ToolSpec {
     description:
         "List a directory inside the workspace, optionally recursively, with types and sizes.",
     params: r#"{"type":"object","properties":{"path":{"type":"string","default":"."},"recursive":{"type":"boolean","default":false},"max_entries":{"type":"integer","minimum":1,"maximum":5000,"default":500}},"additionalProperties":false}"#,
-    keywords: "directory folder list ls dir tree contents files children browse",
+    keywords: "directory folder list ls dir tree contents files children browse in",
 };
 
 /// `fs_stat`.
@@ -52,7 +52,7 @@ pub static FS_STAT: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "File metadata: type, size, permissions and modification time.",
     params: r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}"#,
-    keywords: "file metadata stat info size type permissions mode owner modified mtime exists",
+    keywords: "file metadata stat info size type permissions mode owner modified mtime exists how large changed last time date owns old age executable",
 };
 
 /// `fs_move`.
@@ -76,7 +76,7 @@ pub static FS_DELETE: ToolSpec = ToolSpec {
     effect: Effect::Destructive,
     description: "Delete a file, or a directory with recursive=true. Asks the user first.",
     params: r#"{"type":"object","properties":{"path":{"type":"string"},"recursive":{"type":"boolean","default":false}},"required":["path"],"additionalProperties":false}"#,
-    keywords: "file delete remove rm erase unlink directory folder rmdir",
+    keywords: "file delete remove rm erase unlink directory folder rmdir get trash",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static GIT_STATUS: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show the working-tree status of a git repository: branch, staged, modified and untracked files.",
  params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"}},"additionalProperties":false}"#,
- keywords: "git status changes uncommitted dirty clean pending modified staged untracked branch working tree repository",
+ keywords: "git status changes uncommitted dirty clean pending modified staged untracked branch working tree repository which files modify changed edited touched",
 };
 
 /// `git_diff`.
@@ -25,7 +25,7 @@ pub static GIT_DIFF: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Show a git diff of the working tree, the index (staged), or between revisions.",
     params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"},"staged":{"type":"boolean","default":false},"from":{"type":"string","description":"revision"},"to":{"type":"string","description":"revision"},"paths":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}"#,
-    keywords: "git diff changes compare revisions commits staged index patch what changed",
+    keywords: "git diff changes compare revisions commits staged index patch what changed since commit uncommitted",
 };
 
 /// `git_log`.
@@ -37,7 +37,7 @@ pub static GIT_LOG: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List recent commits, optionally only those touching a path.",
     params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"},"path":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":20}},"additionalProperties":false}"#,
-    keywords: "git log history commits recent changes who when author blame",
+    keywords: "git log history commits recent changes who when author blame last latest",
 };
 
 /// `git_commit`.
@@ -49,7 +49,7 @@ pub static GIT_COMMIT: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Stage the given paths and commit them with a message. Returns the commit hash.",
     params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"},"paths":{"type":"array","items":{"type":"string"}},"message":{"type":"string"}},"required":["paths","message"],"additionalProperties":false}"#,
-    keywords: "git commit save changes stage add check in record version control",
+    keywords: "git commit save changes stage add check in record version control message",
 };
 
 /// The specs of this toolset, in catalog order.

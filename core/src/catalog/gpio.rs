@@ -37,7 +37,7 @@ pub static GPIO_WAIT_EDGE: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Wait for an edge on a GPIO input (button, motion sensor).",
  params: r#"{"type":"object","properties":{"pin":{"type":["integer","string"],"description":"BCM or name"},"edge":{"enum":["rising","falling","both"]},"timeout_ms":{"type":"integer"}},"required":["pin"],"additionalProperties":false}"#,
- keywords: "gpio wait edge interrupt event trigger press button pressed pir motion detect rising falling change block until input",
+ keywords: "gpio wait edge interrupt event trigger press button pressed pir motion detect rising falling change block until input someone",
 };
 
 /// `pwm_set`.

@@ -13,7 +13,7 @@ pub static MCU_LIST: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "List attached microcontrollers with port, firmware version and link health.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board list which connected boards firmware version link health online usb serial",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board list which connected boards firmware version link health online usb serial microcontrollers",
 };
 
 /// `mcu_info`.
@@ -25,7 +25,7 @@ pub static MCU_INFO: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show a microcontroller's firmware, capabilities and uptime.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"}},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board info details identity firmware version capabilities features what can it do pins adc channels buses uptime",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board info details identity firmware version capabilities features what can it do pins adc channels buses uptime running",
 };
 
 /// `mcu_gpio_read`.
@@ -61,7 +61,7 @@ pub static MCU_ADC_READ: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Read an ADC channel on an attached microcontroller; returns raw and mV.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"channel":{"type":"integer"}},"required":["channel"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0 read",
 };
 
 /// `mcu_pwm_set`.

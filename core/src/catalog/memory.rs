@@ -13,7 +13,7 @@ pub static MEMORY_STORE: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Remember a fact or note for later, with optional tags. Returns its id.",
         params: r#"{"type":"object","properties":{"text":{"type":"string","minLength":1},"tags":{"type":"array","items":{"type":"string"}}},"required":["text"],"additionalProperties":false}"#,
-        keywords: "remember save note memorize keep in mind write down fact preference persist long-term memory",
+        keywords: "remember save note memorize keep in mind write down fact preference persist long-term memory jot store track",
 };
 
 /// `memory_recall`.
@@ -25,7 +25,7 @@ pub static MEMORY_RECALL: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Search stored memories by words; best matches first, with a relevance score.",
         params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5},"tag":{"type":"string","description":"Only memories with this tag"}},"required":["query"],"additionalProperties":false}"#,
-        keywords: "recall remember what do you know look up notes facts retrieve memory search what did I tell you",
+        keywords: "recall remember what do you know look up notes facts retrieve memory search what did I tell you about told",
 };
 
 /// `memory_forget`.
@@ -37,7 +37,7 @@ pub static MEMORY_FORGET: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Delete memories: one by id, or every memory containing all words of query. Returns the ids deleted; the text is also removed wherever else covo stored it (conversations, audit log, to-dos, plans, goals, schedules, watches, sub-agents).",
         params: r#"{"type":"object","properties":{"id":{"type":"integer"},"query":{"type":"string","minLength":1}},"additionalProperties":false}"#,
-        keywords: "forget delete remove erase memory unlearn drop note wipe",
+        keywords: "forget delete remove erase memory unlearn drop note wipe memories about",
 };
 
 /// `semantic_memory_store`.
@@ -50,7 +50,7 @@ pub static SEMANTIC_MEMORY_STORE: ToolSpec = ToolSpec {
     description:
         "Embed a text with the peer's embedding model and keep it in the peer's vector store.",
     params: r#"{"type":"object","properties":{"text":{"type":"string","minLength":1},"metadata":{"type":"object","description":"Free-form fields stored with the text"}},"required":["text"],"additionalProperties":false}"#,
-    keywords: "embedding vector store semantic index meaning embed remember similarity cloud",
+    keywords: "embedding vector store semantic index meaning embed remember similarity cloud save",
 };
 
 /// `semantic_memory_search`.
@@ -62,7 +62,8 @@ pub static SEMANTIC_MEMORY_SEARCH: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Find texts in the peer's vector store nearest in meaning to a query.",
     params: r#"{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}},"required":["query"],"additionalProperties":false}"#,
-    keywords: "semantic search similar meaning nearest neighbour vector embedding related fuzzy",
+    keywords:
+        "semantic search similar meaning nearest neighbour vector embedding related fuzzy like",
 };
 
 /// `conversation_fork`.
@@ -75,7 +76,7 @@ pub static CONVERSATION_FORK: ToolSpec = ToolSpec {
     description: "Start a new conversation copying turns 1..at_turn of an existing one.",
     params: r#"{"type":"object","properties":{"conversation_id":{"type":"string"},"at_turn":{"type":"integer","minimum":1,"description":"Last turn to copy (turns count from 1)"}},"required":["conversation_id","at_turn"],"additionalProperties":false}"#,
     keywords:
-        "branch fork copy conversation try again alternative rewind go back restart from turn",
+        "branch fork copy conversation try again alternative rewind go back restart from turn new",
 };
 
 /// `conversation_summary`.
@@ -88,7 +89,7 @@ pub static CONVERSATION_SUMMARY: ToolSpec = ToolSpec {
     description: "Summarise a stored conversation (the current one by default).",
     params: r#"{"type":"object","properties":{"conversation_id":{"type":"string"}},"additionalProperties":false}"#,
     keywords:
-        "summarize summary recap tl;dr digest what happened overview conversation chat history",
+        "summarize summary recap tl;dr digest what happened overview conversation chat history summarise gist up",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,8 @@ pub static CHANNEL_LIST: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List the channels this gateway can message on and whether each is connected.",
     params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-    keywords: "channels list messaging connected cli mqtt web telegram webhook chat",
+    keywords:
+        "channels list messaging connected cli mqtt web telegram webhook chat contact where chats",
 };
 
 /// `notify`.
@@ -25,7 +26,7 @@ pub static NOTIFY: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Push an alert to the configured notification channels (MQTT topic, webhook).",
     params: r#"{"type":"object","properties":{"message":{"type":"string"},"priority":{"enum":["low","normal","high","urgent"],"default":"normal"},"title":{"type":"string"}},"required":["message"],"additionalProperties":false}"#,
-    keywords: "notify notification alert alarm push warn phone message urgent priority ping page",
+    keywords: "notify notification alert alarm push warn phone message urgent priority ping page broadcast webhook ntfy pushover everyone chat",
 };
 
 /// The specs of this toolset, in catalog order.

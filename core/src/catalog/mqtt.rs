@@ -51,7 +51,7 @@ pub static HA_ANNOUNCE: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Publish Home Assistant MQTT discovery config for a board sensor or actuator so it appears in Home Assistant.",
  params: r#"{"type":"object","properties":{"device":{"type":"string","description":"declared device name, e.g. climate"},"component":{"enum":["sensor","binary_sensor","switch","fan","light"]},"name":{"type":"string","description":"friendly name"}},"required":["device"],"additionalProperties":false}"#,
- keywords: "home assistant hass homeassistant discovery announce expose entity integrate dashboard mqtt auto discover",
+ keywords: "home assistant hass homeassistant discovery announce expose entity integrate dashboard mqtt auto discover show up appear add",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static FS_EDIT: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Replace an exact string in a file. The match must be unique unless all is true.",
  params: r#"{"type":"object","properties":{"path":{"type":"string","description":"relative to a workspace root"},"old":{"type":"string","description":"exact text to find"},"new":{"type":"string","description":"replacement text"},"all":{"type":"boolean","default":false}},"required":["path","old","new"],"additionalProperties":false}"#,
- keywords: "edit file replace string text word substitute change modify fix line rename variable search and replace sed",
+ keywords: "edit file replace string text word substitute change modify fix line rename variable search and replace sed swap",
 };
 
 /// `apply_patch`.
@@ -37,7 +37,8 @@ pub static DIFF_VIEW: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Show the unified diff between two files, or between a file and proposed content.",
     params: r#"{"type":"object","properties":{"path":{"type":"string","description":"relative to a workspace root"},"other":{"type":"string","description":"second file path"},"content":{"type":"string","description":"proposed content instead of other"}},"required":["path"],"additionalProperties":false}"#,
-    keywords: "diff compare difference changes preview two files proposed content",
+    keywords:
+        "diff compare difference changes preview two files proposed content differences between",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static FILE_SEARCH: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Search files: glob on names and/or regex on contents, honouring .gitignore. Returns paths and matching lines.",
  params: r#"{"type":"object","properties":{"pattern":{"type":"string","description":"regex to match in file contents"},"glob":{"type":"string","description":"file name glob, e.g. **/*.rs"},"path":{"type":"string","description":"directory to search, default: workspace root"},"case_sensitive":{"type":"boolean","default":true},"max_results":{"type":"integer","minimum":1,"default":100}},"additionalProperties":false}"#,
- keywords: "search find files grep ripgrep rg regex pattern text in files code glob find by name locate where is defined usage occurrences",
+ keywords: "search find files grep ripgrep rg regex pattern text in files code glob find by name locate where is defined usage occurrences all extension type named contain containing",
 };
 
 /// The specs of this toolset, in catalog order.

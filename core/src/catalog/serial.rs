@@ -49,7 +49,7 @@ pub static SERIAL_REQUEST: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Send a command line to a serial device and return its reply (AT-style).",
  params: r#"{"type":"object","properties":{"port":{"type":"string","description":"path or name"},"baud":{"type":"integer"},"text":{"type":"string"},"delimiter":{"type":"string"},"timeout_ms":{"type":"integer"}},"required":["port","text"],"additionalProperties":false}"#,
- keywords: "serial command request response reply query ask send and receive at commands ati csq cgmi gmr hayes modem gsm lte sim800 lora module uart tty device talk to",
+ keywords: "serial command request response reply query ask send and receive at commands ati csq cgmi gmr hayes modem gsm lte sim800 lora module uart tty device talk to answer",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static SHELL_EXEC: ToolSpec = ToolSpec {
         effect: Effect::Destructive,
         description: "Run a shell command with a timeout and output cap (asks for approval). Returns exit code, stdout and stderr.",
  params: r#"{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string","description":"working directory"},"timeout_s":{"type":"integer","minimum":1,"maximum":600,"default":60}},"required":["command"],"additionalProperties":false}"#,
- keywords: "shell command run execute bash sh terminal cli script program make cargo npm pip exit code",
+ keywords: "shell command run execute bash sh terminal cli script program make cargo npm pip exit code ls cat ps top df du",
 };
 
 /// `process_start`.
@@ -25,7 +25,7 @@ pub static PROCESS_START: ToolSpec = ToolSpec {
     effect: Effect::Destructive,
     description: "Start a long-running background process (asks for approval). Returns its handle.",
     params: r#"{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string","description":"working directory"}},"required":["command"],"additionalProperties":false}"#,
-    keywords: "background process start launch spawn daemon server long running watch mode",
+    keywords: "background process start launch spawn daemon server long running watch mode run",
 };
 
 /// `process_list`.
@@ -37,7 +37,7 @@ pub static PROCESS_LIST: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List the background processes this agent started, with status.",
     params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-    keywords: "background processes list running status handles ps",
+    keywords: "background processes list running status handles ps jobs still server job",
 };
 
 /// `process_output`.
@@ -49,7 +49,7 @@ pub static PROCESS_OUTPUT: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Read new output of a background process since the last read.",
     params: r#"{"type":"object","properties":{"handle":{"type":"string"},"max_bytes":{"type":"integer","minimum":1}},"required":["handle"],"additionalProperties":false}"#,
-    keywords: "background process output logs stdout stderr tail read progress",
+    keywords: "background process output logs stdout stderr tail read progress print printed prints log compile script job launched started",
 };
 
 /// `process_kill`.
@@ -61,7 +61,7 @@ pub static PROCESS_KILL: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Stop a background process this agent started.",
     params: r#"{"type":"object","properties":{"handle":{"type":"string"},"signal":{"enum":["TERM","KILL","INT"],"default":"TERM"}},"required":["handle"],"additionalProperties":false}"#,
-    keywords: "background process task kill stop terminate end signal cancel",
+    keywords: "background process task kill stop terminate end signal cancel server",
 };
 
 /// `tmux_send_keys`.
@@ -85,7 +85,7 @@ pub static TMUX_CAPTURE: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Capture the visible text of a tmux pane.",
     params: r#"{"type":"object","properties":{"session":{"type":"string"},"pane":{"type":"string","description":"pane target, e.g. 0.0"},"lines":{"type":"integer","description":"scrollback lines to include","minimum":0}},"required":["session"],"additionalProperties":false}"#,
-    keywords: "tmux terminal screen capture pane visible output screenshot text",
+    keywords: "tmux terminal screen capture pane visible output screenshot text window see read",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static SKILL_LIST: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List installed skills (folders of instructions and scripts) with their purpose.",
     params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
-    keywords: "skills list installed playbooks recipes instructions how to",
+    keywords: "skills list installed playbooks recipes instructions how to available can do",
 };
 
 /// `skill_load`.

@@ -13,7 +13,7 @@ pub static SPI_TRANSFER: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Full-duplex SPI transfer on a bus and chip select; returns the bytes read.",
  params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"cs":{"type":"integer"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""}},"required":["data"],"additionalProperties":false}"#,
- keywords: "spi transfer exchange full duplex transaction xfer mosi miso sclk chip select cs ce0 ce1 spidev read write bytes adc mcp3008 flash",
+ keywords: "spi transfer exchange full duplex transaction xfer mosi miso sclk chip select cs ce0 ce1 spidev read write bytes adc mcp3008 flash back",
 };
 
 /// `spi_write`.

@@ -13,7 +13,7 @@ pub static SYSTEM_INFO: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show the gateway's CPU temperature, load, memory, disk, uptime and OS.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "system info cpu temperature soc load memory ram disk space storage uptime os kernel health raspberry pi overheating throttling",
+ keywords: "system info cpu temperature soc load memory ram disk space storage uptime os kernel health raspberry pi overheating throttling usage busy hot",
 };
 
 /// `network_info`.
@@ -25,7 +25,7 @@ pub static NETWORK_INFO: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show network interfaces, addresses, Wi-Fi signal and broker connection state.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "network ip address wifi wi-fi wlan ethernet signal strength rssi ssid interfaces online connectivity broker connection",
+ keywords: "network ip address wifi wi-fi wlan ethernet signal strength rssi ssid interfaces online connectivity broker connection connected internet",
 };
 
 /// `service_status`.
@@ -37,7 +37,7 @@ pub static SERVICE_STATUS: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Show a systemd service's status: active state, since when, recent log lines.",
     params: r#"{"type":"object","properties":{"service":{"type":"string","description":"unit name, e.g. mosquitto"},"lines":{"type":"integer","minimum":0,"maximum":200,"default":20}},"required":["service"],"additionalProperties":false}"#,
-    keywords: "systemd service status unit daemon running active failed systemctl journal",
+    keywords: "systemd service status unit daemon running active failed systemctl journal up down mosquitto journalctl",
 };
 
 /// `log_tail`.
@@ -49,7 +49,7 @@ pub static LOG_TAIL: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Show the last lines of the gateway's own log or of a named log file.",
     params: r#"{"type":"object","properties":{"file":{"type":"string","description":"log file, default: the gateway log"},"lines":{"type":"integer","minimum":1,"maximum":1000,"default":50},"grep":{"type":"string","description":"only lines matching this regex"}},"additionalProperties":false}"#,
-    keywords: "log logs tail last lines errors journal syslog output debug",
+    keywords: "log logs tail last lines errors journal syslog output debug recent journalctl dmesg",
 };
 
 /// `reboot`.

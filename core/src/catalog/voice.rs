@@ -13,7 +13,7 @@ pub static VOICE_SAY: ToolSpec = ToolSpec {
     effect: Effect::Actuate,
     description: "Speak a short text aloud on the gateway's speaker.",
     params: r#"{"type":"object","properties":{"text":{"type":"string","maxLength":500},"voice":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
-    keywords: "voice say speak aloud talk announce tts speaker audio out loud",
+    keywords: "voice say speak aloud talk announce tts speaker audio out loud read",
 };
 
 /// `voice_record`.
@@ -25,7 +25,7 @@ pub static VOICE_RECORD: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "Record from the gateway's microphone. Returns an audio artifact id.",
     params: r#"{"type":"object","properties":{"seconds":{"type":"number","minimum":1,"maximum":30,"default":5}},"additionalProperties":false}"#,
-    keywords: "voice record microphone mic listen audio capture sound hear",
+    keywords: "voice record microphone mic listen audio capture sound hear seconds",
 };
 
 /// The specs of this toolset, in catalog order.
