@@ -85,6 +85,9 @@ pub const SANE_AFTER: u64 = 1_767_225_600;
 /// How long the broker check waits for a TCP connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// An I2C bus opened for probing, or why not and the fix.
+type Opened = Result<Box<dyn I2cBus>, (String, String)>;
+
 /// What the checks look at.
 pub struct Doctor<'a> {
     /// The root of the file system to check (`/`).
@@ -275,7 +278,7 @@ impl Doctor<'_> {
     /// sim board file naming an address no model answers at fails here as its tools would.
     fn i2c_probes(&self, b: &BoardDef, sim: bool) -> Vec<Check> {
         let sim_board = sim.then(covo_hal_tools::sim::SimBoard::new);
-        let mut buses: BTreeMap<u8, Result<Box<dyn I2cBus>, (String, String)>> = BTreeMap::new();
+        let mut buses: BTreeMap<u8, Opened> = BTreeMap::new();
         let mut out = Vec::new();
         for d in &b.device {
             let i2c_driver = covo_hal_tools::sensors::DRIVERS.contains(&d.driver.as_str())
@@ -335,7 +338,7 @@ impl Doctor<'_> {
 
     /// Opens an I2C bus for probing, or says why not (with the fix).
     #[cfg(target_os = "linux")]
-    fn open_i2c(&self, path: &str) -> Result<Box<dyn I2cBus>, (String, String)> {
+    fn open_i2c(&self, path: &str) -> Opened {
         let full = self.at(path);
         match std::fs::OpenOptions::new().read(true).write(true).open(&full) {
             Ok(_) => {}
@@ -367,7 +370,7 @@ impl Doctor<'_> {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn open_i2c(&self, path: &str) -> Result<Box<dyn I2cBus>, (String, String)> {
+    fn open_i2c(&self, path: &str) -> Opened {
         Err((
             format!("{path}: this build has no Linux I2C backend"),
             "run covo doctor on the board".into(),
