@@ -17,7 +17,8 @@
 #   aarch64 build if tests/cross/build.sh made one; this script does not cross-build);
 # - firmware sizes: llvm-size on the release images of firmware/qemu-lm3s6965 and firmware/rp2040.
 # Needs mosquitto, musl-tools, llvm (llvm-size), the thumbv6m/thumbv7m targets. Builds what it
-# measures first; the measuring itself takes about 4 minutes (QUICK=1: about 2) on 2 cores.
+# measures first; the measuring itself took 6 minutes on 2 shared cores (QUICK=1 shortens the
+# criterion part).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
