@@ -185,6 +185,29 @@ fn each_declared_i2c_device_is_probed_and_one_that_does_not_answer_fails_with_it
 }
 
 #[test]
+fn a_device_on_a_missing_bus_is_reported_not_probed_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("board.toml");
+    std::fs::write(
+        &file,
+        "[board]\nname = \"pc\"\nmodel = \"a PC\"\nbackend = \"linux\"\n\
+         [[i2c]]\nbus = 1\n\
+         [[device]]\nname = \"climate\"\ndriver = \"bme280\"\nbus = 1\naddress = 0x76\n",
+    )
+    .unwrap();
+    let (out, text) = doctor("non-pi", file.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(
+        &text,
+        "FAIL i2c probe: climate (bme280) at 0x76 not probed: /dev/i2c-1 is missing",
+    );
+    assert!(
+        fix_of(&text, "FAIL i2c probe: climate").contains("dtparam=i2c_arm=on"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_serial_port_found_by_usb_ids_is_checked_in_sysfs() {
     use std::os::unix::fs::symlink;
     let root = tempfile::tempdir().unwrap();
