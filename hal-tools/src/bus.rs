@@ -70,6 +70,14 @@ impl embedded_hal::spi::Error for BusError {
 pub trait I2cBus: i2c::I2c<Error = BusError> + Send {}
 impl<T: i2c::I2c<Error = BusError> + Send> I2cBus for T {}
 
+/// Whether a device answers at `address`: a one-byte read, as `i2cdetect -r` probes (never a
+/// write, never an SMBus quick write, which some chips take as a command). `Ok` when it
+/// acknowledged; [`BusError::Nack`] when nothing did.
+pub fn probe(bus: &mut dyn I2cBus, address: u8) -> Result<(), BusError> {
+    let mut byte = [0u8; 1];
+    bus.transaction(address, &mut [Operation::Read(&mut byte)])
+}
+
 /// Adapts any embedded-hal `I2c` (a Linux `I2cdev`, a mock) to [`BusError`].
 pub struct Erased<T>(pub T);
 

@@ -10,6 +10,7 @@
 #
 #   tests/bench/footprint.sh
 #   HOST_BIN=path AARCH64_BIN=path tests/bench/footprint.sh   # measure given builds, build nothing
+#   AARCH64_BIN=skip ...                                        # leave the aarch64 build out
 #
 # Needs what run-rss.sh and tests/cross/build.sh need (musl-tools, mosquitto, zig).
 set -euo pipefail
@@ -28,7 +29,8 @@ fi
 if [ -z "${AARCH64_BIN:-}" ]; then
   AARCH64_BIN=$(bash tests/cross/build.sh aarch64 | tail -n 1)
 fi
-HOST_BIN=$(realpath "$HOST_BIN"); AARCH64_BIN=$(realpath "$AARCH64_BIN")
+HOST_BIN=$(realpath "$HOST_BIN")
+[ "$AARCH64_BIN" = skip ] || AARCH64_BIN=$(realpath "$AARCH64_BIN")
 
 size_line() { # label binary target_mib
   local bytes symtab
@@ -42,7 +44,11 @@ size_line() { # label binary target_mib
 
 echo "== footprint of covo $("$HOST_BIN" -V | cut -d' ' -f2-) on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 size_line "host edge ($musl)" "$HOST_BIN"
-size_line "aarch64-unknown-linux-musl" "$AARCH64_BIN" 8
+if [ "$AARCH64_BIN" = skip ]; then
+  printf '%-28s not built; run tests/cross/build.sh aarch64\n' "aarch64-unknown-linux-musl"
+else
+  size_line "aarch64-unknown-linux-musl" "$AARCH64_BIN" 8
+fi
 
 echo "== idle RSS (tests/bench/run-rss.sh, edge build; target <= 5 MiB)"
 BIN=$HOST_BIN DEFAULT_BIN=skip bash tests/bench/run-rss.sh 2>&1 | grep -v '^binary size'

@@ -9,7 +9,7 @@
 # COVO_BIN (or $COVO_BIN) is a static musl covo, e.g. target/x86_64-unknown-linux-musl/edge/covo.
 # The MCU firmware image (firmware/qemu-lm3s6965, `cargo build --release` there) runs in a second
 # QEMU joined to the guest's ttyS1; $COVO_FW_IMAGE overrides where it is looked for.
-# --check GROUP runs one group of checks (i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu).
+# --check GROUP runs one group of checks (i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu doctor).
 # --shell sets the guest up, then gives a shell on the terminal instead of running the checks
 #   (`sh /checks.sh GROUP` there runs a group; `reboot -f` leaves).
 set -euo pipefail

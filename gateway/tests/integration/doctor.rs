@@ -122,7 +122,23 @@ fn a_machine_that_is_no_pi_passes_with_the_sim_board_and_fails_with_a_pi_board()
         &text,
         "ok   hardware: not a Raspberry Pi; the sim board needs no hardware",
     );
-    assert!(!text.contains("i2c") && !text.contains("device:"), "{text}");
+    assert!(
+        !text.contains(" i2c: ") && !text.contains("device:"),
+        "{text}"
+    );
+    // The sim board's devices answer on the simulated bus.
+    line(
+        &text,
+        "ok   i2c probe: climate (bme280) answers at 0x76 on sim bus 1",
+    );
+    line(
+        &text,
+        "ok   i2c probe: light (bh1750) answers at 0x23 on sim bus 1",
+    );
+    line(
+        &text,
+        "ok   i2c probe: oled (ssd1306) answers at 0x3c on sim bus 1",
+    );
 
     let (out, text) = doctor("non-pi", &board("rpi4.toml"));
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -135,6 +151,98 @@ fn a_machine_that_is_no_pi_passes_with_the_sim_board_and_fails_with_a_pi_board()
     line(
         &text,
         "warn groups: no group i2c, spi, gpio, dialout on this system",
+    );
+}
+
+#[test]
+fn each_declared_i2c_device_is_probed_and_one_that_does_not_answer_fails_with_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("board.toml");
+    std::fs::write(
+        &file,
+        "[board]\nname = \"sim\"\nmodel = \"sim with a second BME280\"\nbackend = \"sim\"\n\
+         [[i2c]]\nbus = 1\n[pins]\navailable = [17]\n\
+         [[device]]\nname = \"climate\"\ndriver = \"bme280\"\nbus = 1\naddress = 0x76\n\
+         [[device]]\nname = \"outside\"\ndriver = \"bme280\"\nbus = 1\naddress = 0x77\n\
+         [[device]]\nname = \"relay\"\ndriver = \"gpio_out\"\npin = 17\n",
+    )
+    .unwrap();
+    let (out, text) = doctor("non-pi", file.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(
+        &text,
+        "ok   i2c probe: climate (bme280) answers at 0x76 on sim bus 1",
+    );
+    line(
+        &text,
+        "FAIL i2c probe: outside (bme280): no answer at 0x77 on sim bus 1",
+    );
+    let fix = fix_of(&text, "FAIL i2c probe: outside");
+    assert!(fix.contains("models a bme280 at 0x76"), "{text}");
+    // A GPIO device is no I2C device: no probe line for it.
+    assert!(!text.contains("relay"), "{text}");
+    assert!(text.contains("checks: 1 failed,"), "{text}");
+}
+
+#[test]
+fn a_device_on_a_missing_bus_is_reported_not_probed_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("board.toml");
+    std::fs::write(
+        &file,
+        "[board]\nname = \"pc\"\nmodel = \"a PC\"\nbackend = \"linux\"\n\
+         [[i2c]]\nbus = 1\n\
+         [[device]]\nname = \"climate\"\ndriver = \"bme280\"\nbus = 1\naddress = 0x76\n",
+    )
+    .unwrap();
+    let (out, text) = doctor("non-pi", file.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(
+        &text,
+        "FAIL i2c probe: climate (bme280) at 0x76 not probed: /dev/i2c-1 is missing",
+    );
+    assert!(
+        fix_of(&text, "FAIL i2c probe: climate").contains("dtparam=i2c_arm=on"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_serial_port_found_by_usb_ids_is_checked_in_sysfs() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().unwrap();
+    // A Pico's CDC port as the kernel lays it out: class/tty/ttyACM0 -> the interface's tty
+    // folder, whose `device` is the interface; the USB device with its ids is the parent.
+    let usb = root.path().join("sys/devices/pci0000:00/usb1/1-1");
+    std::fs::create_dir_all(&usb).unwrap();
+    std::fs::write(usb.join("idVendor"), "2e8a\n").unwrap();
+    std::fs::write(usb.join("idProduct"), "000a\n").unwrap();
+    let iface = usb.join("1-1:1.0");
+    let tty = iface.join("tty/ttyACM0");
+    std::fs::create_dir_all(&tty).unwrap();
+    symlink(&iface, tty.join("device")).unwrap();
+    std::fs::create_dir_all(root.path().join("sys/class/tty")).unwrap();
+    symlink(&tty, root.path().join("sys/class/tty/ttyACM0")).unwrap();
+    let file = root.path().join("board.toml");
+    std::fs::write(
+        &file,
+        "[board]\nname = \"usb\"\nmodel = \"a PC with a Pico\"\nbackend = \"linux\"\n\
+         [[serial]]\nname = \"pico\"\nusb = { vid = \"2e8a\", pid = \"000a\" }\n\
+         [[serial]]\nname = \"gps\"\nusb = { vid = \"1a86\", pid = \"7523\" }\n",
+    )
+    .unwrap();
+    let (out, text) = doctor(root.path().to_str().unwrap(), file.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    line(
+        &text,
+        "ok   device: serial port pico: USB 2e8a:000a is /dev/ttyACM0",
+    );
+    let l = line(&text, "FAIL device: serial port gps: ");
+    assert!(l.contains("no USB serial port matches 1a86:7523"), "{text}");
+    assert!(l.contains("2e8a:000a"), "what is plugged in: {text}");
+    assert!(
+        fix_of(&text, "FAIL device: serial port gps").contains("lsusb"),
+        "{text}"
     );
 }
 

@@ -467,7 +467,36 @@ g_avail() {
   res availability gpio_tools_unavailable_when_the_chip_fails_to_open[defect8] $? "$t"
 }
 
-groups="i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu"
+# ---- covo doctor probes the board file's I2C devices, reading only ----
+# line PREFIX: the first line of $out starting with PREFIX (empty when none).
+line() { printf '%s\n' "$out" | grep -F -m1 -- "$1"; }
+g_doctor() {
+  w=$(dw 76) p=$(cat $D/0x76/pointer_writes) r=$(cat $D/0x76/read_bytes)
+  out=$($COVO --config "$RUN/doctor.cfg" doctor --offline 2>/tmp/covo.err)
+  rc=$?
+  [ $rc = 1 ]
+  res doctor exits_1_when_a_device_does_not_answer $? "rc=$rc out=$out err=$(cat /tmp/covo.err)"
+  l=$(line "ok   i2c probe: climate (bme280) answers at 0x76 on $REGS_DEV")
+  [ -n "$l" ] && [ "$(cat $D/0x76/read_bytes)" -gt "$r" ]
+  res doctor device_that_answers_is_ok $? "read_bytes $r->$(cat $D/0x76/read_bytes) out=$out"
+  # The independent view: nothing answers at 0x77 for i2cget either.
+  i2cget -y "$REGS_BUS" 0x77 0x00 >/dev/null 2>&1
+  g=$?
+  l=$(line "FAIL i2c probe: outside (bme280): no answer at 0x77 on $REGS_DEV")
+  f=$(printf '%s\n' "$out" | grep -F -A1 "FAIL i2c probe: outside" | tail -1)
+  [ -n "$l" ] && [ $g != 0 ] && case "$f" in *"fix: "*wiring*"SDO pin selects 0x76 or 0x77"*"i2cdetect -y -r $REGS_BUS"*) true ;; *) false ;; esac
+  res doctor device_that_does_not_answer_fails_with_the_fix $? "i2cget_rc=$g fix=$f out=$out"
+  l=$(line "ok   i2c probe: adc (ads1115) answers at 0x50 on $STUB_DEV")
+  [ -n "$l" ]
+  res doctor smbus_only_bus_is_probed_with_a_read $? "$out"
+  # A probe reads: the chip saw no data byte and no register-pointer write.
+  [ "$(dw 76)" = "$w" ] && [ "$(cat $D/0x76/pointer_writes)" = "$p" ]
+  res doctor probes_write_nothing $? "data_writes $w->$(dw 76) pointer_writes $p->$(cat $D/0x76/pointer_writes)"
+  case "$out" in *"1 failed,"*) true ;; *) false ;; esac
+  res doctor only_the_silent_device_fails $? "$out"
+}
+
+groups="i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu doctor"
 for g in $groups; do
   if [ -z "$only" ] || [ "$only" = "$g" ]; then
     g_$g

@@ -1,5 +1,7 @@
 //! The token budget of the gateway's tool payload: the 40 `edge` tools, rendered exactly as one
-//! model call carries them, must fit in 3,000 o200k_base tokens. Prints the figures.
+//! model call carries them, must fit in 3,000 o200k_base tokens. Prints the figures, and the
+//! payload of each platform's default toolsets (tests/bench/report.sh puts them in
+//! docs/benchmarks.md).
 
 use covo::plan::{plan, render, Format};
 use covo::spec::Availability;
@@ -44,4 +46,39 @@ fn per_tool_token_costs_are_printed_for_tuning() {
         println!("{n:>5}  {name}");
     }
     assert!(rows.iter().all(|(n, _)| *n > 10));
+}
+
+#[test]
+fn prompt_tokens_per_platform_are_printed() {
+    use covo::toolset::{OTHER_PLATFORMS, PLATFORM_DEFAULTS};
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let reg: Vec<_> = covo_core::catalog::all().collect();
+    let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
+    let ts = Toolsets::new(&reg, &BTreeMap::new()).unwrap();
+    let mut platforms: Vec<(&str, &[&str])> = PLATFORM_DEFAULTS.to_vec();
+    platforms.push(("any other", OTHER_PLATFORMS));
+    let mut rows = Vec::new();
+    for (platform, sets) in platforms {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let p = plan(&owned, &ts, &sets, &|_| Availability::yes()).unwrap();
+        let openai = render(&p.visible, Format::Openai).to_string();
+        let anthropic = render(&p.visible, Format::Anthropic).to_string();
+        let (t_o, t_a) = (
+            bpe.encode_with_special_tokens(&openai).len(),
+            bpe.encode_with_special_tokens(&anthropic).len(),
+        );
+        println!(
+            "platform {platform} ({}): {} tools, {t_o} o200k tokens (openai), {t_a} (anthropic), {} bytes",
+            sets.join("+"),
+            p.visible.len(),
+            openai.len()
+        );
+        rows.push((platform, p.visible.len(), t_o));
+    }
+    let full = rows.last().unwrap().2;
+    assert!(
+        rows.iter().all(|(_, n, t)| *n > 0 && *t > 0 && *t <= full),
+        "{rows:?}"
+    );
+    assert_eq!(rows[0], ("gateway", 40, rows[0].2), "{rows:?}");
 }
