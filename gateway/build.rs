@@ -1,6 +1,8 @@
 //! What `covo --version` prints beyond the crate version: the commit it was built from
 //! (`git describe`), the target triple and the enabled cargo features. Only std and the `git`
 //! command; a build outside a git checkout (a source tarball) says `unknown`.
+//!
+//! It also links the static edge build with its hot code first (`link_order`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,7 +16,74 @@ fn git(args: &[&str]) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
+/// The edge build of `covo` on x86_64 musl is linked by rust-lld (the toolchain's own, through
+/// its `gcc-ld` wrapper) with `link/<target>.order`: the functions `covo run` and the cold CLI
+/// paths execute, as `tests/bench/link-order.sh` recorded them under callgrind, placed first.
+/// A static binary's code is file-backed memory that the kernel maps in 64 KiB windows around
+/// each page touched; with the hot code packed together `covo run` keeps far less of it resident
+/// (`tests/bench/run-rss.sh`). A name the file lists that the build lacks is skipped, so a stale
+/// file costs memory, never correctness. `COVO_LINK_ORDER=off` links without the file and
+/// `COVO_LINK_MAP=path` writes the linker's map (both for link-order.sh).
+///
+/// The edge profile (the one with opt-level "z") is stripped here, by the linker, not by the
+/// profile's `strip`: that setting changes every Rust symbol's hash, so a build with symbols for
+/// callgrind would name other functions than the shipped one. `COVO_LINK_KEEP_SYMBOLS=1` keeps
+/// them (link-order.sh) in an otherwise identical build.
+fn link_order() {
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join("link")
+        .join(format!("{target}.order"));
+    println!("cargo:rerun-if-changed={}", order.display());
+    println!("cargo:rerun-if-env-changed=COVO_LINK_ORDER");
+    println!("cargo:rerun-if-env-changed=COVO_LINK_MAP");
+    println!("cargo:rerun-if-env-changed=COVO_LINK_KEEP_SYMBOLS");
+    if std::env::var("OPT_LEVEL").as_deref() == Ok("z")
+        && std::env::var("COVO_LINK_KEEP_SYMBOLS").as_deref() != Ok("1")
+    {
+        println!("cargo:rustc-link-arg-bin=covo=-Wl,--strip-all");
+    }
+    if !order.exists() {
+        return;
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let host = std::env::var("HOST").unwrap_or_default();
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| PathBuf::from(s.trim()));
+    let Some(gcc_ld) = sysroot.map(|s| s.join("lib/rustlib").join(host).join("bin/gcc-ld")) else {
+        println!(
+            "cargo:warning=no rustc sysroot: {} not applied",
+            order.display()
+        );
+        return;
+    };
+    if !gcc_ld.join("ld.lld").exists() {
+        println!(
+            "cargo:warning=rust-lld is missing from {}: {} not applied",
+            gcc_ld.display(),
+            order.display()
+        );
+        return;
+    }
+    let mut args = vec![format!("-B{}", gcc_ld.display()), "-fuse-ld=lld".into()];
+    if std::env::var("COVO_LINK_ORDER").as_deref() != Ok("off") {
+        args.push(format!("-Wl,--symbol-ordering-file={}", order.display()));
+        args.push("-Wl,--no-warn-symbol-ordering".into());
+    }
+    if let Ok(map) = std::env::var("COVO_LINK_MAP") {
+        args.push(format!("-Wl,-Map={map}"));
+    }
+    for arg in args {
+        println!("cargo:rustc-link-arg-bin=covo={arg}");
+    }
+}
+
 fn main() {
+    link_order();
     let describe = git(&["describe", "--always", "--tags", "--dirty"]);
     println!(
         "cargo:rustc-env=COVO_GIT_DESCRIBE={}",

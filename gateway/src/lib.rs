@@ -27,6 +27,7 @@
 
 pub mod agent;
 pub mod artifacts;
+pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod doctor;

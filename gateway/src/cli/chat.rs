@@ -1,10 +1,10 @@
 //! `covo chat`: the interactive terminal chat, and `covo chat -m` for one-shot use.
 
-use covo::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult, TurnReport};
-use covo::exec::Session;
-use covo::llm::{ChatModel, HttpModel, Provider, ToolCall, Usage};
-use covo::plan::{render, Format};
-use covo::runtime::{Runtime, Via};
+use crate::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult, TurnReport};
+use crate::exec::Session;
+use crate::llm::{ChatModel, HttpModel, Provider, ToolCall, Usage};
+use crate::runtime::{Runtime, Via};
+use covo_core::plan::{render, Format};
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
@@ -226,7 +226,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
     let mut usage_log: Vec<(usize, Usage)> = Vec::new();
     let sampled = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
     // Microcontroller events feed the watches on their own thread (stopped when this returns).
-    let _mcu_events = covo::watch::McuWatcher::spawn(rt.clone());
+    let _mcu_events = crate::watch::McuWatcher::spawn(rt.clone());
     let _ = want.try_send(()); // full means a line is already asked for
     loop {
         tokio::select! {
@@ -260,7 +260,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
                 let (rt2, sampled) = (rt.clone(), sampled.clone());
                 let _ = tokio::task::spawn_blocking(move || {
                     let mut last = sampled.lock().unwrap_or_else(|p| p.into_inner());
-                    for line in covo::tools::sensors::sample_due(rt2.as_ref(), &mut last) {
+                    for line in crate::tools::sensors::sample_due(rt2.as_ref(), &mut last) {
                         tracing::debug!(%line, "sampled");
                     }
                 })
@@ -335,7 +335,7 @@ fn slash(agent: &mut Agent, cmd: &str, usage_log: &[(usize, Usage)]) -> Flow {
         }
         "describe" => match rt.lookup(rest) {
             Ok(d) => {
-                let v = covo::tools::discovery::describe(d, rt.availability(d));
+                let v = crate::tools::discovery::describe(d, rt.availability(d));
                 println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             }
             Err(e) => println!("{}", e.to_json()),
@@ -347,8 +347,8 @@ fn slash(agent: &mut Agent, cmd: &str, usage_log: &[(usize, Usage)]) -> Flow {
                 .unwrap_or((rest, "{}"));
             match rt.call_raw(agent.session(), Via::Direct, tool, args) {
                 Ok(v) => println!("{}", pretty(&v)),
-                Err(covo::error::CallError::Respond(e)) => println!("{}", pretty(&e.to_json())),
-                Err(covo::error::CallError::Fatal(e)) => println!("fatal: {e}"),
+                Err(crate::error::CallError::Respond(e)) => println!("{}", pretty(&e.to_json())),
+                Err(crate::error::CallError::Fatal(e)) => println!("fatal: {e}"),
             }
         }
         "usage" => {

@@ -1,8 +1,8 @@
-//! `covo doctor`: prints each check of `covo::doctor` as a line and exits 1 when one failed.
+//! `covo doctor`: prints each check of `crate::doctor` as a line and exits 1 when one failed.
 
-use covo::config::{Config, ConfigError};
-use covo::doctor::{model_check, Check, Doctor, Status};
-use covo::llm::{ChatModel, HttpModel, Provider};
+use crate::config::{Config, ConfigError};
+use crate::doctor::{model_check, Check, Doctor, Status};
+use crate::llm::{ChatModel, HttpModel, Provider};
 use std::path::Path;
 use std::process::ExitCode;
 

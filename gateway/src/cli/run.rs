@@ -1,7 +1,7 @@
-//! `covo run`: the gateway daemon (see `covo::daemon`). Ctrl-C or SIGTERM stop it cleanly: it
+//! `covo run`: the gateway daemon (see `crate::daemon`). Ctrl-C or SIGTERM stop it cleanly: it
 //! publishes `offline` on its status topic and disconnects, so the broker does not send the Will.
 
-use covo::runtime::Runtime;
+use crate::runtime::Runtime;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
     // minutes), so an idle daemon keeps only the loop's and the MQTT driver's threads.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .max_blocking_threads(covo::daemon::BLOCKING_THREADS)
+        .max_blocking_threads(crate::daemon::BLOCKING_THREADS)
         .thread_keep_alive(std::time::Duration::from_secs(2))
         .build()?;
     let served = runtime.block_on(async move {
@@ -37,7 +37,7 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             eprintln!("covo run: stopping");
             s.cancel();
         });
-        covo::daemon::serve(rt, model, stop).await
+        crate::daemon::serve(rt, model, stop).await
     });
     // A tool still running on the blocking pool (a long wait) does not hold the exit up for
     // more than a few seconds.

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Regenerates gateway/link/x86_64-unknown-linux-musl.order: the functions the static edge build
+# runs when it starts and idles, which gateway/build.rs has rust-lld place first. Run it after
+# changes that move much code (a new dependency, a new subsystem in `covo run`); a stale file is
+# harmless but lets idle RSS creep back up (tests/bench/run-rss.sh shows it).
+#
+# What it records, under valgrind's callgrind (instruction-level, so nothing is sampled away):
+# - `covo run` on the sim board with a real mosquitto, for RUN_SECS (default 40) seconds:
+#   start-up, MQTT connect, Home Assistant discovery, telemetry and sampling, then SIGINT;
+# - the cold CLI paths: `covo tools list`, `covo tools call sensor_read`, `covo --version`.
+# Callgrind names functions from the build's symbols: the edge build is relinked keeping them
+# (COVO_LINK_KEEP_SYMBOLS=1; gateway/build.rs strips it at link time otherwise, so the symbol
+# names are those of the shipped build), then relinked stripped and ordered at the end.
+#
+#   bash tests/bench/link-order.sh        (needs valgrind, mosquitto, musl-gcc)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fail() { echo "link-order: $*" >&2; exit 1; }
+command -v valgrind >/dev/null || fail "valgrind is missing (apt-get install -y valgrind)"
+mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+[ -x "$mosq" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
+musl=x86_64-unknown-linux-musl
+[ "$(uname -m)" = x86_64 ] || fail "the order file is for $musl; run this on an x86_64 host"
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+bin=$target_dir/$musl/edge/covo
+out=gateway/link/$musl.order
+run_secs=${RUN_SECS:-40}
+
+work=$(mktemp -d)
+COVO_LINK_KEEP_SYMBOLS=1 COVO_LINK_ORDER=off \
+  cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >&2
+nm "$bin" | grep -c ' main$' >/dev/null || fail "$bin has no symbols"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
+"$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
+pids+=($!)
+printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "link-order"\n' "$port" >"$work/covo.toml"
+grind() { # name args...
+  local name=$1; shift
+  (cd "$work" && COVO_HOME="$work/home" COVO_CONFIG= valgrind --tool=callgrind --demangle=no \
+    --callgrind-out-file="$work/$name.cg" "$bin" --config covo.toml "$@" >/dev/null 2>>"$work/$name.err")
+}
+grind run run &
+run_pid=$!
+sleep "$run_secs"
+pkill -INT -f "callgrind-out-file=$work/run.cg" || true
+wait "$run_pid" || true
+grep -q "MQTT on" "$work/run.err" || { cat "$work/run.err" >&2; fail "covo run did not connect to the broker"; }
+grind list tools list
+grind call tools call sensor_read '{"sensor":"climate"}'
+grind version --version
+
+# Every function callgrind named, first seen first. The order within the file matters little;
+# being together is what counts.
+mkdir -p "$(dirname "$out")"
+cat "$work"/*.cg | sed -nE 's/^c?fn=\([0-9]+\) (.+)$/\1/p' \
+  | grep -v '^0x' | grep -v '^(below main)$' | awk '!seen[$0]++' >"$out"
+echo "link-order: $(wc -l <"$out") functions in $out" >&2
+
+# Back to the stripped, ordered build.
+cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >&2
+echo "link-order: relinked $bin ($(stat -c %s "$bin") bytes); measure with tests/bench/run-rss.sh" >&2
