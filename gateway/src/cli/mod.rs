@@ -1,6 +1,5 @@
-//! The `covo` command line. It lives in the library, and `main.rs` only calls [`main`]: code
-//! the binary crate instantiates gets symbol hashes that depend on the profile's `strip`, which
-//! would keep the edge build's link order (`gateway/build.rs`) from naming it.
+//! The `covo` command line. It lives in the library and `main.rs` only calls [`main`], so the
+//! integration tests and benches can reach every part of it.
 //!
 //! Exit codes: 0 success, 1 a tool error (printed as `{"error": {..}}`) or a fatal error,
 //! 2 a usage or configuration error (including toolset cycles).
