@@ -68,6 +68,9 @@ pub enum StoreError {
 /// How long a statement waits for another connection's lock before failing.
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The page cache of an on-disk store: SQLite's `cache_size`, where a negative value is KiB.
+pub const CACHE_SIZE: i64 = -512;
+
 /// Numbered schema migrations. Append only: never edit a migration that has shipped.
 const MIGRATIONS: &[&str] = &[
     // 1: the audit log of every dispatched call.
@@ -149,6 +152,10 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         enable_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // A 512 KiB page cache instead of SQLite's 2 MiB: the file is a few MB under its
+        // retention limits, and a daemon's cache that fills with it is RSS that never returns
+        // (the soak saw 1.3 MiB of growth over 10,000 turns).
+        conn.pragma_update(None, "cache_size", CACHE_SIZE)?;
         Self::init(conn, Some(path))
     }
 

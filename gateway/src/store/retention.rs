@@ -90,6 +90,10 @@ pub struct Pruned {
     pub audit: u64,
     /// Conversation turns.
     pub turns: u64,
+    /// Token usage rows (one per turn; kept under the turns' limits).
+    pub usage: u64,
+    /// Conversations with no turns left, older than every conversation that has some.
+    pub conversations: u64,
     /// Transactions used.
     pub batches: u64,
 }
@@ -97,7 +101,7 @@ pub struct Pruned {
 impl Pruned {
     /// Rows deleted in all.
     pub fn total(&self) -> u64 {
-        self.readings + self.audit + self.turns
+        self.readings + self.audit + self.turns + self.usage + self.conversations
     }
 }
 
@@ -189,17 +193,53 @@ impl Store {
                 out.batches += 1;
             }
         }
+        // Usage rows (one per model answer) live as long as the turns they account for.
         for (t, limit) in [
             (RowidTable { name: "audit" }, limits.audit),
             (RowidTable { name: "turns" }, limits.turns),
+            (RowidTable { name: "usage" }, limits.turns),
         ] {
             let n = self.prune_rowid(&t, limit, batch, max_batches, &mut out.batches)?;
             match t.name {
                 "audit" => out.audit = n,
+                "usage" => out.usage = n,
                 _ => out.turns = n,
             }
         }
+        out.conversations = self.prune_conversations(batch, max_batches, &mut out.batches)?;
         Ok(out)
+    }
+
+    /// Conversations left without turns by the turns' limits. Only those older (by number)
+    /// than every conversation that still has turns go: a session that has just started and
+    /// not yet said anything is newer than those, and keeps its conversation. A conversation
+    /// that is some fork's parent stays, as do the forks' rows.
+    fn prune_conversations(
+        &self,
+        batch: usize,
+        max_batches: usize,
+        batches: &mut u64,
+    ) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        for _ in 0..max_batches {
+            let n = self.conn().execute(
+                "DELETE FROM conversations WHERE num IN (
+                     SELECT c.num FROM conversations c
+                     WHERE c.num < (SELECT coalesce(min(k.num), 0) FROM conversations k
+                                    WHERE EXISTS (SELECT 1 FROM turns t
+                                                  WHERE t.conversation_id = k.id))
+                       AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = c.id)
+                       AND NOT EXISTS (SELECT 1 FROM conversations f WHERE f.parent_id = c.id)
+                     ORDER BY c.num LIMIT ?1)",
+                [batch as i64],
+            )? as u64;
+            if n == 0 {
+                break;
+            }
+            deleted += n;
+            *batches += 1;
+        }
+        Ok(deleted)
     }
 
     fn prune_rowid(
@@ -257,6 +297,8 @@ impl Store {
             total.readings += p.readings;
             total.audit += p.audit;
             total.turns += p.turns;
+            total.usage += p.usage;
+            total.conversations += p.conversations;
             total.batches += p.batches;
             if p.total() == 0 {
                 break;

@@ -279,3 +279,55 @@ fn covo_store_stats_and_prune_report_sizes_rows_and_limits() {
     assert_eq!(v["pruned"]["readings"], 900, "{v}");
     assert_eq!(v["stats"]["readings"]["rows"], 900);
 }
+
+#[test]
+fn usage_follows_the_turns_and_emptied_conversations_go_but_not_a_new_one() {
+    // The soak's pattern: many short sessions, each its own conversation, one turn and one
+    // usage row each; then a session that has started but not yet said anything.
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open_in(dir.path()).unwrap();
+    let usage = covo::llm::Usage {
+        input_tokens: 10,
+        output_tokens: 2,
+    };
+    let mut convs = Vec::new();
+    for i in 0..300 {
+        let c = s.create_conversation(&format!("session {i}")).unwrap();
+        s.append_turn(&c, "user", &format!("turn {i}")).unwrap();
+        s.record_usage(&c, "scripted", 1, usage).unwrap();
+        convs.push(c);
+    }
+    // A fork (which copies its parent's turn, under a new id) keeps its parent.
+    let parent = &convs[10];
+    let fork = s.fork_conversation(parent, 1).unwrap().id;
+    let fresh = s.create_conversation("just started").unwrap();
+    assert_eq!(count(&s, "conversations"), 302);
+    // 100 turns kept (the last 99 sessions' and the fork's copy): usage follows, and the
+    // emptied conversations go.
+    let lim = limits((1_000_000, 1_000_000, 100), 3650);
+    let p = s.prune_all(&lim, 50).unwrap();
+    assert_eq!((p.turns, p.usage), (201, 200), "{p:?}");
+    assert_eq!(count(&s, "usage"), 100);
+    assert_eq!(count(&s, "turns"), 100);
+    // 201 sessions lost their turns; the fork's parent stays (the fork refers to it), and so
+    // does the just-started session, which is newer than every conversation with turns.
+    assert_eq!(p.conversations, 200, "{p:?}");
+    let left: Vec<String> = s
+        .conn()
+        .prepare("SELECT id FROM conversations ORDER BY num")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(left.len(), 102, "{left:?}");
+    assert_eq!(&left[0], parent);
+    assert_eq!(&left[1..100], &convs[201..300]);
+    assert_eq!(left[100..], [fork, fresh.clone()]);
+    // The new session can still talk; its turn pushes the oldest session's out, and that
+    // conversation goes with it.
+    s.append_turn(&fresh, "user", "hello").unwrap();
+    let p = s.prune_all(&lim, 50).unwrap();
+    assert_eq!((p.turns, p.conversations), (1, 1), "{p:?}");
+    assert_eq!(s.prune_all(&lim, 50).unwrap().total(), 0);
+}
