@@ -37,7 +37,8 @@ It reports, and checks against the targets:
   20 s of quiet): growth <= 1 MiB;
 - open file descriptors and threads in the second half of each quiet (the blocking pool's
   threads exit after 2 s idle; sampling and pruning never stop, so the fewest seen is
-  compared): back to their count after warm-up;
+  compared): back to their count after warm-up. The HTTP client's pooled connections to the
+  model (one per concurrent request, closed after 90 s idle) are counted apart;
 - the database within its [store] limits: audit and turns rows at the end (nothing is added
   during the quiet); readings, which sampling keeps adding between passes: every row older
   than a pruning period (and 2 s) is within the limit at each reading of the quiet;
@@ -335,13 +336,42 @@ def thread_names(pid):
     return names
 
 
+MODEL_PORT = None  # the scripted model's port: its pooled connections are counted apart
+
+
+def model_connections(pid):
+    """The process's open TCP connections to the scripted model (reqwest keeps up to one per
+    concurrent request in its pool, closed after 90 s idle)."""
+    inodes = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as f:
+                for line in f.readlines()[1:]:
+                    parts = line.split()
+                    if int(parts[2].split(":")[1], 16) == MODEL_PORT:
+                        inodes.add(parts[9])
+        except OSError:
+            pass
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            n += 1
+    return n
+
+
 def proc_stats(pid):
     rss = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
-    return {"rss_kib": rss, "fds": len(os.listdir(f"/proc/{pid}/fd")),
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    model = model_connections(pid)
+    return {"rss_kib": rss, "fds": fds, "model_connections": model, "fds_but_model": fds - model,
             "threads": len(os.listdir(f"/proc/{pid}/task")), "thread_names": thread_names(pid)}
 
 
@@ -366,10 +396,105 @@ def quiet(pid, db_path, secs=QUIET):
         time.sleep(0.25)
     db.close()
     out = proc_stats(pid)
-    for k in ("threads", "fds"):
+    for k in ("threads", "fds", "fds_but_model"):
         out[f"{k}_fewest"] = min(x[k] for x in seen)
         out[f"{k}_most"] = max(x[k] for x in seen)
     return out, counts
+
+
+def account_peer_calls(sent, results, texts, audit_rows, effect_lines):
+    """Accounts for peer calls `peer-0` … `peer-{sent-1}`: `results` is what the model was given
+    for each tag, `texts` how often each chat answer came, `audit_rows` the gateway's audit rows
+    (via, tool, args, outcome), `effect_lines` the side-effect file's lines."""
+    effects = {}
+    for line in effect_lines:
+        effects[line.strip()] = effects.get(line.strip(), 0) + 1
+    audited = {}
+    for _via, tool, args, outcome in audit_rows:
+        if tool == "code_run":
+            try:
+                tag = json.loads(args)["code"].split()[1]
+            except (ValueError, KeyError, IndexError, AttributeError):
+                tag = f"unreadable:{args}"
+            audited.setdefault(tag, []).append(outcome)
+    answers = {}
+    for t, n in texts.items():
+        if t and t.startswith("peer-"):
+            answers[t.split()[0]] = answers.get(t.split()[0], 0) + n
+    out = {"sent": sent, "ok": 0, "errors": {}, "lost": 0, "answered_twice": 0,
+           "audited_not_once": 0, "run_twice": 0, "ok_not_run": 0, "error_but_ran": 0,
+           "bad_errors": []}
+    for i in range(sent):
+        tag = f"peer-{i}"
+        got = results.get(tag, [])
+        answered = answers.get(tag, 0)
+        if not got or not answered:
+            out["lost"] += 1
+            continue
+        if len(got) > 1 or answered > 1:
+            out["answered_twice"] += 1
+        if len(audited.get(tag, [])) != 1:
+            out["audited_not_once"] += 1
+        ran = effects.get(tag, 0)
+        if ran > 1:
+            out["run_twice"] += 1
+        ok, kind = got[0]
+        if ok:
+            out["ok"] += 1
+            if ran != 1:
+                out["ok_not_run"] += 1
+        else:
+            out["errors"][kind] = out["errors"].get(kind, 0) + 1
+            if ran:
+                out["error_but_ran"] += 1
+            if kind not in PEER_ERRORS:
+                out["bad_errors"].append((tag, kind))
+    out["unknown_effects"] = sorted(set(effects) - {f"peer-{i}" for i in range(sent)})
+    return out
+
+
+def peer_failures(r):
+    """What [`account_peer_calls`] found wrong, in words."""
+    errors = [f"peer calls: {k} = {r[k]}" for k in
+              ("lost", "answered_twice", "audited_not_once", "run_twice", "ok_not_run") if r[k]]
+    if r["bad_errors"]:
+        errors.append(f"peer calls ended in unexpected errors: {r['bad_errors'][:5]}")
+    if r["unknown_effects"]:
+        errors.append(f"side effects of calls never sent: {r['unknown_effects'][:5]}")
+    if r["sent"] and r["ok"] < r["sent"] // 2:
+        errors.append(f"only {r['ok']} of {r['sent']} peer calls succeeded")
+    return errors
+
+
+def selftest():
+    """The peer accounting on made-up runs: a clean one passes, and each kind of loss or
+    duplicate is caught (`python3 tests/bench/soak.py --selftest`)."""
+    def run(change=None):
+        results = {"peer-0": [(True, None)], "peer-1": [(False, "unavailable")],
+                   "peer-2": [(False, "unavailable")], "peer-3": [(True, None)]}
+        texts = {"ok": 5, "peer-0 ok": 1, "peer-1 error:unavailable": 1,
+                 "peer-2 error:unavailable": 1, "peer-3 ok": 1}
+        audit = [("direct", "code_run", json.dumps({"code": f"echo peer-{i} >> /f"}), "ok")
+                 for i in range(4)] + [("mqtt", "gpio_write", "{}", "ok")]
+        fx = ["peer-0", "peer-2", "peer-3"]  # peer-2: killed after running it
+        if change:
+            change(results=results, texts=texts, audit=audit, fx=fx)
+        return peer_failures(account_peer_calls(4, results, texts, audit, fx))
+
+    assert run() == [], run()
+    cases = {
+        "run_twice": lambda fx, **_: fx.append("peer-3"),
+        "ok_not_run": lambda fx, **_: fx.remove("peer-0"),
+        "audited_not_once": lambda audit, **_: audit.append(audit[1]),
+        "lost": lambda texts, **_: texts.pop("peer-1 error:unavailable"),
+        "answered_twice": lambda results, **_: results["peer-3"].append((True, None)),
+        "unexpected errors": lambda results, **_: results.update({"peer-1": [(False, "failed")]}),
+        "never sent": lambda fx, **_: fx.append("peer-9"),
+    }
+    for name, f in cases.items():
+        found = run(f)
+        assert any(name in e for e in found), (name, found)
+    print(f"soak selftest: a clean run passes, {len(cases)} kinds of loss or duplicate are caught")
 
 
 def binary(var, name, package):
@@ -407,6 +532,8 @@ def main():
     Model.fx = fx
     broker = Broker(work)
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Model)
+    global MODEL_PORT
+    MODEL_PORT = srv.server_address[1]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     board = board_file(work)
     cfg = os.path.join(work, "covo.toml")
@@ -507,6 +634,12 @@ def main():
     shown = [0.0]
 
     def progress():
+        if daemon.poll() is not None:
+            # Nothing to measure any more: say so at once rather than wait for the timeouts.
+            with open(os.path.join(work, "covo.log")) as f:
+                log = f.read()[-2000:]
+            raise SystemExit(f"SOAK FAILED: covo run exited ({daemon.returncode}) after "
+                             f"{time.time() - t0:.0f} s; its log ends:\n{log}\n(files kept in {work})")
         if time.time() - shown[0] >= 10:
             shown[0] = time.time()
             print(f"soak: {time.time() - t0:.0f} s: {sent}/{total} turns sent, {answered()} answered, "
@@ -576,6 +709,9 @@ def main():
     reader.stop.set()
     reader.thread.join()
     reader.poll()
+    # Tables [store] has no limits for (yet): what they hold at the end.
+    unpruned = {t: reader.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("conversations", "usage", "outbox")} if reader.db else {}
     hold = int(os.environ.get("SOAK_HOLD_SECS", "0"))
     if hold:
         print(f"soak: holding covo run (pid {daemon.pid}) for {hold} s", file=sys.stderr, flush=True)
@@ -604,46 +740,8 @@ def main():
     ha_audit = sum(1 for v in reader.audit.values() if v[0] == "mqtt" and v[1] == "gpio_write")
     # Peer calls: answers, the model's view of the result, the gateway's audit, the side effect.
     with open(fx) as f:
-        effects = {}
-        for line in f:
-            effects[line.strip()] = effects.get(line.strip(), 0) + 1
-    audited = {}
-    for via, tool, args, outcome in reader.audit.values():
-        if tool == "code_run":
-            try:
-                tag = json.loads(args)["code"].split()[1]
-            except (ValueError, KeyError, IndexError, AttributeError):
-                tag = f"unreadable:{args}"
-            audited.setdefault(tag, []).append(outcome)
-    peer_report = {"sent": peer_sent, "ok": 0, "errors": {}, "lost": 0, "answered_twice": 0,
-                   "audited_not_once": 0, "run_twice": 0, "ok_not_run": 0,
-                   "error_but_ran": 0, "bad_errors": []}
-    for i in range(peer_sent):
-        tag = f"peer-{i}"
-        got = Model.results.get(tag, [])
-        answered = sum(n for t, n in texts.items() if t and t.split()[0] == tag)
-        if not got or not answered:
-            peer_report["lost"] += 1
-            continue
-        if len(got) > 1 or answered > 1:
-            peer_report["answered_twice"] += 1
-        if len(audited.get(tag, [])) != 1:
-            peer_report["audited_not_once"] += 1
-        ran = effects.get(tag, 0)
-        if ran > 1:
-            peer_report["run_twice"] += 1
-        ok, kind = got[0]
-        if ok:
-            peer_report["ok"] += 1
-            if ran != 1:
-                peer_report["ok_not_run"] += 1
-        else:
-            peer_report["errors"][kind] = peer_report["errors"].get(kind, 0) + 1
-            if ran:
-                peer_report["error_but_ran"] += 1
-            if kind not in PEER_ERRORS:
-                peer_report["bad_errors"].append((tag, kind))
-    peer_report["unknown_effects"] = sorted(set(effects) - {f"peer-{i}" for i in range(peer_sent)})
+        peer_report = account_peer_calls(peer_sent, Model.results, texts, reader.audit.values(),
+                                         f.read().splitlines())
     if peer:
         peer_report["kills"], peer_report["starts"] = peer.kills, peer.starts
         peer_report["killed_after_calls"] = peer_kill_at
@@ -665,6 +763,7 @@ def main():
                    "prune_every_secs": PRUNE_SECS},
         "readings_rows": stats["readings"]["rows"], "audit_rows": stats["audit"]["rows"],
         "turns_rows": stats["turns"]["rows"],
+        "rows_of_tables_without_limits": unpruned,
         "readings_rows_in_quiet": [min(quiet_samples), max(quiet_samples)] if quiet_samples else None,
         "readings_rows_older_than_a_pass_in_quiet": max(quiet_old) if quiet_old else None,
         "max_rows_during_run": {t: max((c[i] for c in reader.counts), default=0)
@@ -682,22 +781,14 @@ def main():
         errors.append(f"the reader missed audit rows (first id {ids[0]}, {audit_gaps} gaps)")
     if ha_audit != ha_sent:
         errors.append(f"{ha_sent} HA commands sent, {ha_audit} carried out")
-    for k in ("lost", "answered_twice", "audited_not_once", "run_twice", "ok_not_run"):
-        if peer_report[k]:
-            errors.append(f"peer calls: {k} = {peer_report[k]}")
-    if peer_report["bad_errors"]:
-        errors.append(f"peer calls ended in unexpected errors: {peer_report['bad_errors'][:5]}")
-    if peer_report["unknown_effects"]:
-        errors.append(f"side effects of calls never sent: {peer_report['unknown_effects'][:5]}")
-    if PEER_CALLS and peer_report["ok"] < peer_sent // 2:
-        errors.append(f"only {peer_report['ok']} of {peer_sent} peer calls succeeded")
+    errors += peer_failures(peer_report)
     if reader.samples() < SAMPLES:
         errors.append(f"{reader.samples()} samples stored, fewer than {SAMPLES}")
     if warm and end["rss_kib"] - warm["rss_kib"] > 1024:
         errors.append(f"RSS grew by {end['rss_kib'] - warm['rss_kib']} KiB after warm-up")
-    for k in ("fds", "threads"):
+    for k in ("fds_but_model", "threads"):
         # The fewest in the quiet: sampling and pruning never stop, so a pool thread may be
-        # busy at any one reading.
+        # busy at any one reading. The model's pooled connections are reported apart.
         if warm and end[f"{k}_fewest"] > warm[f"{k}_fewest"]:
             errors.append(f"{k}: fewest in the quiet {warm[k + '_fewest']} -> {end[k + '_fewest']}")
     for t, lim in (("audit", AUDIT_ROWS), ("turns", TURNS_ROWS)):
@@ -715,4 +806,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--selftest"]:
+        selftest()
+    else:
+        main()
