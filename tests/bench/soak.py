@@ -681,6 +681,7 @@ def main():
             with got_answer:
                 got_answer.wait_for(lambda: len(answers.get("_all", [])) >= sent, timeout=60)
             warm, _ = quiet(daemon.pid, reader.path)
+            warm["db_file_bytes"] = os.path.getsize(reader.path)
         if restart_every and sent % restart_every == 0 and restarts < RESTARTS:
             # Let what is in flight finish (and a peer restart end), then take the broker away.
             with got_answer:
@@ -695,6 +696,8 @@ def main():
     if peer_thread:
         peer_thread.join()
     turns_done = time.time() - t0
+    after_turns = proc_stats(daemon.pid)
+    db_after_turns = os.path.getsize(reader.path)
     # Sampling goes on until SOAK_SAMPLES values were stored.
     deadline = time.time() + SAMPLES_WAIT
     while reader.samples() < SAMPLES and time.time() < deadline:
@@ -757,6 +760,7 @@ def main():
         "audit_rows_seen": len(ids), "audit_id_gaps": audit_gaps,
         "seconds_turns": round(turns_done, 1), "seconds": round(elapsed, 1),
         "idle_at_start": idle, "warm": warm, "end": end,
+        "rss_after_turns_kib": after_turns["rss_kib"], "db_file_bytes_after_turns": db_after_turns,
         "rss_growth_kib": end["rss_kib"] - warm["rss_kib"] if warm else None,
         "db": {k: stats[k] for k in ("file_bytes", "wal_bytes", "used_bytes")},
         "limits": {"readings": READINGS_ROWS, "audit": AUDIT_ROWS, "turns": TURNS_ROWS,
