@@ -643,8 +643,15 @@ def main():
         if time.time() - shown[0] >= 10:
             shown[0] = time.time()
             print(f"soak: {time.time() - t0:.0f} s: {sent}/{total} turns sent, {answered()} answered, "
-                  f"{peer_sent} peer calls, {reader.samples()} samples, db reader: {reader.error}",
+                  f"{peer_sent} peer calls, {reader.samples()} samples, db reader: {reader.error}, "
+                  f"RSS {proc_stats(daemon.pid)['rss_kib']} KiB, db {db_size()} bytes",
                   file=sys.stderr, flush=True)
+
+    def db_size():
+        try:
+            return os.path.getsize(reader.path)
+        except OSError:
+            return 0
 
     def answered():
         with answers_lock:
