@@ -37,8 +37,9 @@ It reports, and checks against the targets:
   20 s of quiet): growth <= 1 MiB;
 - open file descriptors and threads in the second half of each quiet (the blocking pool's
   threads exit after 2 s idle; sampling and pruning never stop, so the fewest seen is
-  compared): back to their count after warm-up. The HTTP client's pooled connections to the
-  model (one per concurrent request, closed after 90 s idle) are counted apart;
+  compared): back to their count after warm-up (threads: at most one more, see the check).
+  The HTTP client's pooled connections to the model (one per concurrent request, closed
+  after 90 s idle) are counted apart;
 - the database within its [store] limits: audit and turns rows at the end (nothing is added
   during the quiet); readings, which sampling keeps adding between passes: every row older
   than a pruning period (and 2 s) is within the limit at each reading of the quiet;
@@ -797,10 +798,13 @@ def main():
         errors.append(f"{reader.samples()} samples stored, fewer than {SAMPLES}")
     if warm and end["rss_kib"] - warm["rss_kib"] > 1024:
         errors.append(f"RSS grew by {end['rss_kib'] - warm['rss_kib']} KiB after warm-up")
-    for k in ("fds_but_model", "threads"):
+    for k, spare in (("fds_but_model", 0), ("threads", 1)):
         # The fewest in the quiet: sampling and pruning never stop, so a pool thread may be
-        # busy at any one reading. The model's pooled connections are reported apart.
-        if warm and end[f"{k}_fewest"] > warm[f"{k}_fewest"]:
+        # busy at any one reading. The model's pooled connections are reported apart. One
+        # more blocking-pool thread is let through: with a task every second or so, tokio
+        # wakes its idle threads in turn, so one started in a burst may not reach its 2 s
+        # idle exit within the quiet (it does later; the pool is bounded at 16).
+        if warm and end[f"{k}_fewest"] > warm[f"{k}_fewest"] + spare:
             errors.append(f"{k}: fewest in the quiet {warm[k + '_fewest']} -> {end[k + '_fewest']}")
     for t, lim in (("audit", AUDIT_ROWS), ("turns", TURNS_ROWS)):
         if stats[t]["rows"] > lim:
