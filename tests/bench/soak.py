@@ -720,7 +720,7 @@ def main():
     reader.stop.set()
     reader.thread.join()
     reader.poll()
-    # Tables [store] has no limits for (yet): what they hold at the end.
+    # Tables pruned along with the turns (usage, conversations) and the outbox: what they hold.
     unpruned = {t: reader.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                 for t in ("conversations", "usage", "outbox")} if reader.db else {}
     hold = int(os.environ.get("SOAK_HOLD_SECS", "0"))
@@ -809,6 +809,11 @@ def main():
     for t, lim in (("audit", AUDIT_ROWS), ("turns", TURNS_ROWS)):
         if stats[t]["rows"] > lim:
             errors.append(f"{t}: {stats[t]['rows']} rows over the limit {lim}")
+    # Usage rows follow the turns' limit; a conversation goes when its turns have, so at most
+    # one per kept turn plus the sessions that have not spoken yet (the session cap, 32).
+    for t, lim in (("usage", TURNS_ROWS), ("conversations", TURNS_ROWS + 32)):
+        if unpruned.get(t, 0) > lim:
+            errors.append(f"{t}: {unpruned[t]} rows, over {lim}")
     if quiet_old and max(quiet_old) > READINGS_ROWS:
         # Sampling adds rows between passes; those older than a pass are within the limit.
         errors.append(f"readings: {max(quiet_old)} rows older than a pruning pass, over the "
