@@ -119,21 +119,26 @@ while IFS= read -r l; do
 done < <(grep -oE 'platform [^:]+: [0-9]+ tools, .* bytes' "$work/prompt.log")
 
 # ---- tool_search recall ----
-measure recall 'tool_search (dev|extra)' \
+measure recall 'tool_search (dev|extra|fresh)' \
   cargo test -p covo-tests --test integration search_recall:: -- --nocapture --test-threads 1
-for set in "dev set" "extra set"; do
+for set in "dev set" "extra set" "fresh tune set" "fresh validation set" "fresh held-out set"; do
   l=$(pick recall "tool_search $set:")
-  target="recall@5 ≥ 0.95"; [ "$set" = "extra set" ] && target="recall@5 ≥ 0.85"
+  case $set in
+    "dev set") target="recall@5 ≥ 0.95" ;;
+    "extra set") target="recall@5 ≥ 0.85" ;;
+    "fresh held-out set") target="recall@1 ≥ 0.85, recall@5 ≥ 0.98 (issue 18; never tuned on)" ;;
+    *) target="" ;;
+  esac
   row recall "tool_search recall, $set" "$(sed -E 's/^tool_search [a-z ]+: //' <<<"$l")" "$target"
 done
 
 # ---- tool_search latency ----
 measure tool_search '^(tool_search|.*time:)' cargo bench -q -p covo-core --bench tool_search "${crit[@]}"
 l=$(pick tool_search '^tool_search over')
-row tool_search "tool_search latency, p50 / p99 over the dev-set queries" \
+row tool_search "tool_search latency, p50 / p99 over the phrasing-set queries" \
   "$(sed -E 's/.*: (p50 [0-9.]+ µs), (p99 [0-9.]+ µs).*\(empty-query baseline (p50 [0-9.]+ µs).*/\1, \2 (empty-query baseline \3)/' <<<"$l")" "p99 ≤ 100 µs"
 row tool_search "tool_search latency, criterion median per query" \
-  "$(us "$(crit_median 'tool_search/full/dev-set query')")" ""
+  "$(us "$(crit_median 'tool_search/full/phrasing-set query')")" ""
 
 # ---- dispatch overhead (sensor_read on the sim) ----
 measure hardware '(time:|^sensor_read|^i2c)' cargo bench -q -p covo-gateway --bench hardware "${crit[@]}"
