@@ -775,7 +775,7 @@ def main():
                    "prune_every_secs": PRUNE_SECS},
         "readings_rows": stats["readings"]["rows"], "audit_rows": stats["audit"]["rows"],
         "turns_rows": stats["turns"]["rows"],
-        "rows_of_tables_without_limits": unpruned,
+        "rows_of_usage_conversations_outbox": unpruned,
         "readings_rows_in_quiet": [min(quiet_samples), max(quiet_samples)] if quiet_samples else None,
         "readings_rows_older_than_a_pass_in_quiet": max(quiet_old) if quiet_old else None,
         "max_rows_during_run": {t: max((c[i] for c in reader.counts), default=0)
