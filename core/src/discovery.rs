@@ -430,6 +430,10 @@ struct Speller {
 /// Words shorter than this are left alone: short words are too close to each other.
 const MIN_CORRECTED_LEN: usize = 7;
 
+/// Words longer than this are left alone too: no document word is that long, and each probe
+/// copies the word once per letter (a 64 KiB "word" from a hostile call would take minutes).
+const MAX_CORRECTED_LEN: usize = 40;
+
 /// `w` (ASCII) with one letter deleted at each position that may hold a typo.
 fn inner_deletes(w: &str) -> impl Iterator<Item = String> + '_ {
     (1..w.len().saturating_sub(2)).map(move |i| format!("{}{}", &w[..i], &w[i + 1..]))
@@ -469,6 +473,7 @@ impl Speller {
     /// The known word `w` is most likely a typo of, if it is unknown and one such edit away.
     fn correct(&self, w: &str) -> Option<&str> {
         if w.len() < MIN_CORRECTED_LEN
+            || w.len() > MAX_CORRECTED_LEN
             || self.known.contains(w)
             || !w.bytes().all(|c| c.is_ascii_lowercase())
         {
@@ -932,6 +937,10 @@ mod tests {
         assert_eq!(s.correct("plants"), None); // too short to guess
         assert_eq!(s.correct("remember"), None); // known
         assert_eq!(s.correct("xemember"), None); // never the first letter
+
+        // A hostile 100,000-letter word is not probed (each probe copies it once per letter).
+        assert_eq!(s.correct(&"x".repeat(100_000)), None);
+        assert_eq!(s.correct(&format!("remeber{}", "x".repeat(40))), None);
     }
 
     #[test]
