@@ -33,8 +33,14 @@ done
 # CI can free the debug build (target/debug) before the cross builds (COVO_PRUNE in run-all.sh).
 test_bin=${CARGO_TARGET_DIR:-$PWD/target}/cross/cross_qemu
 if [ "${targets[0]:-}" = --prepare ] || [ -z "${COVO_CROSS_TEST_READY:-}" ]; then
-  built_test=$(cargo test -p covo-tests --test cross_qemu --no-run 2>&1 | tee /dev/stderr \
-    | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -n 1)
+  # Not `tee /dev/stderr`: when stderr is a file, tee reopens it truncated (a CI log lost all
+  # it held before this point).
+  build_log=$(mktemp)
+  cargo test -p covo-tests --test cross_qemu --no-run >"$build_log" 2>&1 \
+    || { cat "$build_log" >&2; rm -f "$build_log"; fail "the cross_qemu test binary did not build"; }
+  cat "$build_log" >&2
+  built_test=$(sed -n 's/.*Executable .*(\(.*\))$/\1/p' "$build_log" | tail -n 1)
+  rm -f "$build_log"
   [ -n "$built_test" ] && [ -x "$built_test" ] || fail "the cross_qemu test binary was not built"
   mkdir -p "$(dirname "$test_bin")"
   cp "$built_test" "$test_bin"
