@@ -49,7 +49,17 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq "${missing[@]}"
+  # Some machines carry a newer qemu-utils (a backport) than the distribution's qemu-system-*,
+  # and it Breaks their qemu-system-common: apt then refuses the whole install. Bring qemu-utils
+  # to the distribution's version alongside them (nothing here uses qemu-img).
+  apt_extra=()
+  qemu_cand=$(apt-cache policy qemu-system-common 2>/dev/null | awk '/Candidate:/ {print $2}')
+  qemu_utils=$(dpkg-query -W -f='${Version}' qemu-utils 2>/dev/null || true)
+  if [ -n "$qemu_utils" ] && [ -n "$qemu_cand" ] && [ "$qemu_utils" != "$qemu_cand" ] \
+     && printf '%s\n' "${missing[@]}" | grep -q '^qemu-'; then
+    apt_extra=(--allow-downgrades "qemu-utils=$qemu_cand")
+  fi
+  $SUDO apt-get install -y -qq "${apt_extra[@]}" "${missing[@]}"
 fi
 for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
            qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do

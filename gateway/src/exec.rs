@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::error::{CallError, ToolError};
 use crate::hardware::Board;
 use crate::link::PeerLink;
-use crate::policy::Via;
+use crate::policy::{Approver, Via};
 use crate::store::{Store, StoreError};
 use covo_core::discovery::SearchIndex;
 use covo_core::plan::{Plan, Selection};
@@ -21,21 +21,53 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The conversation a call belongs to and the channel its user is on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Session {
     /// Conversation id; also keys per-session state such as the to-do list and plan.
     pub id: String,
-    /// The channel the user talks on (`cli`, `mqtt`, `web`).
+    /// The channel the user talks on (`cli`, `mqtt`, `web`, `telegram`, `mcp`).
     pub channel: String,
+    /// Who approves this session's destructive calls, when it is not the runtime's approver:
+    /// the user on the channel the session talks on (an MCP client through elicitation, a
+    /// Telegram chat through buttons, the dashboard's pending approvals). The approval hook
+    /// asks this one instead of `RuntimeOptions::approver`.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl Session {
-    /// A session on `channel` with this id.
+    /// A session on `channel` with this id, approved by the runtime's approver.
     pub fn new(id: impl Into<String>, channel: impl Into<String>) -> Self {
         Session {
             id: id.into(),
             channel: channel.into(),
+            approver: None,
         }
+    }
+
+    /// The same session, its destructive calls approved by `approver`.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+}
+
+impl PartialEq for Session {
+    /// Two sessions are the same conversation on the same channel; who approves is not part
+    /// of what a session is.
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.channel == other.channel
+    }
+}
+
+impl Eq for Session {}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("channel", &self.channel)
+            .field("approver", &self.approver.as_ref().map(|_| "session"))
+            .finish()
     }
 }
 

@@ -252,13 +252,18 @@ impl Hook for ApprovalHook {
 
     fn before_tool_call(
         &self,
-        _cx: &HookCx<'_>,
+        cx: &HookCx<'_>,
         call: &ToolInvocation<'_>,
     ) -> Result<(), ToolError> {
         if call.spec.effect != Effect::Destructive {
             return Ok(());
         }
-        self.approver
+        // The session's own approver (the user on its channel) when it has one.
+        let approver: &dyn Approver = match &cx.session.approver {
+            Some(a) => a.as_ref(),
+            None => self.approver.as_ref(),
+        };
+        approver
             .approve(call.spec, call.args)
             .map_err(|detail| ToolError::ApprovalDenied {
                 tool: call.spec.name.into(),

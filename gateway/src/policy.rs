@@ -28,6 +28,12 @@ pub enum Via {
     Schedule,
     /// From a sensor watch's action.
     Watch,
+    /// From an MCP client (`covo mcp`, or `covo run`'s MCP endpoint).
+    Mcp,
+    /// From a Telegram chat (`[telegram]`).
+    Telegram,
+    /// From the web dashboard (`[web]`).
+    Web,
 }
 
 impl Via {
@@ -40,6 +46,9 @@ impl Via {
             Via::Remote => "remote",
             Via::Schedule => "schedule",
             Via::Watch => "watch",
+            Via::Mcp => "mcp",
+            Via::Telegram => "telegram",
+            Via::Web => "web",
         }
     }
 }

@@ -333,3 +333,48 @@ fn a_file_in_the_way_of_a_parent_folder_is_a_tool_error_not_a_fatal_one() {
         "y"
     );
 }
+
+#[test]
+fn a_sessions_own_approver_is_asked_instead_of_the_runtimes_even_through_tool_call() {
+    // The runtime would approve everything; the session's user (an MCP client, a Telegram
+    // chat, the dashboard) says no, and theirs is the answer that counts.
+    let runtime_asked = Arc::new(Mutex::new(Vec::new()));
+    let f = fixture(
+        Box::new(Recorder {
+            asked: runtime_asked.clone(),
+            approve: true,
+        }),
+        false,
+    );
+    let session_asked = Arc::new(Mutex::new(Vec::new()));
+    let session = s().with_approver(Arc::new(Recorder {
+        asked: session_asked.clone(),
+        approve: false,
+    }));
+    std::fs::write(f.root.join("keep.txt"), "data").unwrap();
+    for (via, name, args) in [
+        (Via::Direct, "fs_delete", json!({"path": "keep.txt"})),
+        (
+            Via::Mcp,
+            "tool_call",
+            json!({"name": "fs_delete", "arguments": {"path": "keep.txt"}}),
+        ),
+    ] {
+        let e = err(f.rt.call(&session, via, name, args));
+        assert!(
+            matches!(&e, ToolError::ApprovalDenied { tool, .. } if tool == "fs_delete"),
+            "{e:?}"
+        );
+    }
+    assert_eq!(session_asked.lock().unwrap().len(), 2);
+    assert!(
+        runtime_asked.lock().unwrap().is_empty(),
+        "the runtime's approver is not asked for a session that has its own"
+    );
+    assert!(f.root.join("keep.txt").exists());
+    // Without its own approver the same session falls back to the runtime's.
+    f.rt.call(&s(), Via::Direct, "fs_delete", json!({"path": "keep.txt"}))
+        .unwrap();
+    assert_eq!(runtime_asked.lock().unwrap().len(), 1);
+    assert!(!f.root.join("keep.txt").exists());
+}
