@@ -289,6 +289,31 @@ pub struct CameraConfig {
     pub command: Option<Vec<String>>,
 }
 
+/// `[telegram]`: chat with the agent from Telegram (`covo run`, cargo feature `telegram`). The
+/// bot token comes from `$COVO_TELEGRAM_TOKEN` only, never from this file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// The Bot API base URL (default `https://api.telegram.org`; tests point it at a fake).
+    pub api_base: Option<String>,
+    /// Telegram user or chat ids whose messages reach the agent (paired users are added by
+    /// `covo telegram pair CODE`).
+    #[serde(default)]
+    pub allow: Vec<i64>,
+    /// User ids that may also answer other users' approval buttons.
+    #[serde(default)]
+    pub admins: Vec<i64>,
+    /// Ask on Telegram before any `actuate` call too, not only destructive ones (default false).
+    #[serde(default)]
+    pub confirm_actuate: bool,
+    /// Seconds an approval waits for a button press before it is denied (default 120).
+    pub approval_timeout_secs: Option<u64>,
+    /// Seconds one `getUpdates` long poll waits for news (default 30).
+    pub poll_timeout_secs: Option<u64>,
+    /// The least time between two edits of a streaming answer, in milliseconds (default 1000).
+    pub edit_every_ms: Option<u64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -346,6 +371,8 @@ pub struct Config {
     /// Retention of the growing tables.
     #[serde(default)]
     pub store: StoreConfig,
+    /// Telegram chat; `None` means no bot.
+    pub telegram: Option<TelegramConfig>,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

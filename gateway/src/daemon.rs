@@ -219,7 +219,7 @@ impl Sessions {
 
     /// The agent of `session`, made with `make` when new. `None` when the table is full of
     /// busy sessions; a new session otherwise evicts the least recently used idle one.
-    fn get_or_make(
+    pub fn get_or_make(
         &mut self,
         session: &str,
         now: Instant,

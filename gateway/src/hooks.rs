@@ -255,14 +255,15 @@ impl Hook for ApprovalHook {
         cx: &HookCx<'_>,
         call: &ToolInvocation<'_>,
     ) -> Result<(), ToolError> {
-        if call.spec.effect != Effect::Destructive {
-            return Ok(());
-        }
         // The session's own approver (the user on its channel) when it has one.
         let approver: &dyn Approver = match &cx.session.approver {
             Some(a) => a.as_ref(),
             None => self.approver.as_ref(),
         };
+        // Destructive tools, and whatever else the approver asks about.
+        if call.spec.effect != Effect::Destructive && !approver.asks(call.spec) {
+            return Ok(());
+        }
         approver
             .approve(call.spec, call.args)
             .map_err(|detail| ToolError::ApprovalDenied {

@@ -22,6 +22,7 @@
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
 //! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
 //! - `user_io`: the terminal as a channel.
+//! - `telegram`: chat from Telegram inside `covo run` (cargo feature `telegram`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -47,6 +48,8 @@ pub mod secrets;
 pub mod spec;
 pub mod store;
 pub mod swarm;
+#[cfg(feature = "telegram")]
+pub mod telegram;
 pub mod tools;
 pub mod user_io;
 pub mod watch;

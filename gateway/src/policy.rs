@@ -280,6 +280,12 @@ impl Policy for BoardPolicyCheck {
 pub trait Approver: Send + Sync {
     /// `Err(detail)` declines.
     fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String>;
+
+    /// Whether calls of `spec` need this approver's answer: destructive tools by default; a
+    /// channel's approver may ask about more (Telegram's `confirm_actuate`: every `actuate` call).
+    fn asks(&self, spec: &ToolSpec) -> bool {
+        spec.effect == Effect::Destructive
+    }
 }
 
 /// Approves everything (`--yes`).

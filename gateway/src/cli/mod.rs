@@ -45,6 +45,16 @@ enum StoreCmd {
 }
 
 #[derive(Subcommand)]
+enum TelegramCmd {
+    /// Let in the Telegram user who was given this one-time code (printed in `covo run`'s log
+    /// when they wrote to the bot).
+    Pair {
+        /// The code from the log.
+        code: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Chat with the agent in the terminal (or send one message with -m).
     Chat {
@@ -91,6 +101,9 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// The Telegram bot (`[telegram]`): let users in.
+    #[command(subcommand)]
+    Telegram(TelegramCmd),
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -327,6 +340,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
         Command::Store(cmd) => store_cmd(&config, cmd),
+        Command::Telegram(TelegramCmd::Pair { code }) => telegram_pair(&config, &code),
+    }
+}
+
+fn telegram_pair(config: &Config, code: &str) -> anyhow::Result<ExitCode> {
+    let store = crate::store::Store::open_in(&config.home_dir())?;
+    match store.telegram_pair(code, chrono::Utc::now().timestamp())? {
+        Some((user, name)) => {
+            println!("paired: Telegram user {name} (id {user}) may now chat with this gateway");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Err(usage(format!(
+            "no pending pairing code '{code}' (codes are valid for an hour; the user gets a new \
+             one by writing to the bot again)"
+        ))),
     }
 }
 

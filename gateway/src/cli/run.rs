@@ -37,11 +37,48 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             eprintln!("covo run: stopping");
             s.cancel();
         });
-        crate::daemon::serve(rt, model, stop).await
+        let telegram = start_telegram(&rt, &model, &stop);
+        let served = crate::daemon::serve(rt, model, stop).await;
+        if let Some(t) = telegram {
+            // It stops with `stop`, letting turns in flight send what they have.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(8), t).await;
+        }
+        served
     });
     // A tool still running on the blocking pool (a long wait) does not hold the exit up for
     // more than a few seconds.
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the Telegram bot beside the daemon's loop when `[telegram]` is set.
+#[cfg(feature = "telegram")]
+fn start_telegram(
+    rt: &Arc<Runtime>,
+    model: &Option<Arc<dyn crate::llm::ChatModel>>,
+    stop: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    rt.config().telegram.as_ref()?;
+    let (rt, model, stop) = (rt.clone(), model.clone(), stop.clone());
+    Some(tokio::spawn(async move {
+        if let Err(e) = crate::telegram::serve(rt, model, stop).await {
+            eprintln!("covo run: Telegram is off: {e}");
+        }
+    }))
+}
+
+/// This build has no Telegram bot: say so when `[telegram]` asks for one.
+#[cfg(not(feature = "telegram"))]
+fn start_telegram(
+    rt: &Arc<Runtime>,
+    _model: &Option<Arc<dyn crate::llm::ChatModel>>,
+    _stop: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if rt.config().telegram.is_some() {
+        eprintln!(
+            "covo run: [telegram] is set, but this covo was built without the `telegram` feature"
+        );
+    }
+    None
 }

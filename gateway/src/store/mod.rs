@@ -28,6 +28,7 @@ pub mod retention;
 pub mod schedules;
 pub mod session;
 pub mod subagents;
+pub mod telegram;
 pub mod usage;
 pub mod watches;
 
@@ -109,6 +110,8 @@ const MIGRATIONS: &[&str] = &[
      INSERT INTO turns_fts(turns_fts, rank) VALUES ('secure-delete', 1);",
     // 12: compact sensor readings (a year of default sampling fits in about 45 MB).
     readings::MIGRATION_COMPACT,
+    // 13: the Telegram bot's update offset and inbox, paired users and pairing codes.
+    telegram::MIGRATION,
 ];
 
 /// The gateway's database.

@@ -1,0 +1,286 @@
+//! What the Telegram bot keeps across restarts: the updates it accepted (its inbox and the
+//! `getUpdates` offset), the users paired with `covo telegram pair CODE`, and the pending
+//! pairing codes.
+//!
+//! Exactly once: a batch of updates is written to the inbox and the offset advanced in one
+//! transaction *before* Telegram is told (by the next `getUpdates` offset) that they arrived,
+//! so a crash before the commit gets them again from Telegram, and one after it finds them in
+//! the inbox. A message is *claimed* ([`Store::telegram_claim`], a conditional update) before it
+//! reaches the agent and deleted when its answer is out: a crash between the two leaves a
+//! claimed row, which the next start reports to its chat ("interrupted, send it again") instead
+//! of running it a second time. So no message reaches the agent twice, and none is dropped
+//! without a word.
+
+use super::{write_tx, Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+
+/// Migration 13: the Telegram bot's offset, inbox, paired users and pairing codes.
+pub(super) const MIGRATION: &str = "CREATE TABLE telegram_state (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE telegram_inbox (
+    update_id INTEGER PRIMARY KEY,
+    chat_id INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    claimed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE telegram_users (
+    user_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    added_at TEXT NOT NULL
+);
+CREATE TABLE telegram_pairing (
+    code TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL,
+    chat_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);";
+
+/// Pending pairing codes kept at once; more unknown users get no code until one expires.
+pub const MAX_PAIRING_CODES: i64 = 16;
+
+/// One accepted update waiting in the inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxRow {
+    /// Telegram's `update_id`.
+    pub update_id: i64,
+    /// The chat it came from.
+    pub chat_id: i64,
+    /// What the bot keeps of it (JSON of its own shape).
+    pub body: String,
+    /// Whether it was handed to the agent (a crash left it half done).
+    pub claimed: bool,
+}
+
+/// A new pairing code, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingCode {
+    /// A fresh code for this user.
+    New(String),
+    /// The user already has a live code (not printed again).
+    Pending,
+    /// [`MAX_PAIRING_CODES`] codes are pending.
+    Full,
+}
+
+const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+impl Store {
+    /// The last `update_id` accepted, if any.
+    pub fn telegram_offset(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT value FROM telegram_state WHERE key = 'last_update_id'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Accepts a batch: stores each `(update_id, chat_id, body)` in the inbox and raises the
+    /// offset to `last` (the batch's highest `update_id`, messages or not), in one transaction.
+    /// An update already in the inbox is left as it is.
+    pub fn telegram_accept(
+        &self,
+        rows: &[(i64, i64, String)],
+        last: i64,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        for (id, chat, body) in rows {
+            tx.execute(
+                "INSERT OR IGNORE INTO telegram_inbox (update_id, chat_id, body) VALUES (?1, ?2, ?3)",
+                params![id, chat, body],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO telegram_state (key, value) VALUES ('last_update_id', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)",
+            [last],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Claims an inbox row for the agent: true only for the first claim of a row that exists.
+    pub fn telegram_claim(&self, update_id: i64) -> Result<bool, StoreError> {
+        Ok(self.conn().execute(
+            "UPDATE telegram_inbox SET claimed = 1 WHERE update_id = ?1 AND claimed = 0",
+            [update_id],
+        )? == 1)
+    }
+
+    /// Removes a handled row.
+    pub fn telegram_done(&self, update_id: i64) -> Result<(), StoreError> {
+        self.conn().execute(
+            "DELETE FROM telegram_inbox WHERE update_id = ?1",
+            [update_id],
+        )?;
+        Ok(())
+    }
+
+    /// The inbox, oldest first (what a restart finds).
+    pub fn telegram_inbox(&self) -> Result<Vec<InboxRow>, StoreError> {
+        let conn = self.conn();
+        let mut st = conn.prepare(
+            "SELECT update_id, chat_id, body, claimed FROM telegram_inbox ORDER BY update_id",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(InboxRow {
+                update_id: r.get(0)?,
+                chat_id: r.get(1)?,
+                body: r.get(2)?,
+                claimed: r.get::<_, i64>(3)? != 0,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Whether `covo telegram pair` added this user.
+    pub fn telegram_paired(&self, user_id: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT 1 FROM telegram_users WHERE user_id = ?1",
+                [user_id],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// A one-time pairing code for an unknown user, valid until `now + ttl_secs` (Unix
+    /// seconds). Expired codes go first; a user with a live code gets no second one.
+    pub fn telegram_pairing_code(
+        &self,
+        user_id: i64,
+        chat_id: i64,
+        name: &str,
+        now: i64,
+        ttl_secs: i64,
+    ) -> Result<PairingCode, StoreError> {
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        tx.execute("DELETE FROM telegram_pairing WHERE expires_at <= ?1", [now])?;
+        let live: i64 = tx.query_row(
+            "SELECT count(*) FROM telegram_pairing WHERE user_id = ?1",
+            [user_id],
+            |r| r.get(0),
+        )?;
+        if live > 0 {
+            tx.commit()?;
+            return Ok(PairingCode::Pending);
+        }
+        let all: i64 = tx.query_row("SELECT count(*) FROM telegram_pairing", [], |r| r.get(0))?;
+        if all >= MAX_PAIRING_CODES {
+            tx.commit()?;
+            return Ok(PairingCode::Full);
+        }
+        let code: String = (0..8)
+            .map(|_| CODE_ALPHABET[fastrand::usize(..CODE_ALPHABET.len())] as char)
+            .collect();
+        tx.execute(
+            "INSERT INTO telegram_pairing (code, user_id, chat_id, name, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![code, user_id, chat_id, name, now + ttl_secs],
+        )?;
+        tx.commit()?;
+        Ok(PairingCode::New(code))
+    }
+
+    /// Redeems a pairing code: its user is added and the code is gone. `None` when no live
+    /// code matches (case and spaces do not matter).
+    pub fn telegram_pair(&self, code: &str, now: i64) -> Result<Option<(i64, String)>, StoreError> {
+        let code: String = code
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '-')
+            .collect::<String>()
+            .to_ascii_uppercase();
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        let found: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT user_id, name FROM telegram_pairing WHERE code = ?1 AND expires_at > ?2",
+                params![code, now],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((user, name)) = &found {
+            tx.execute(
+                "INSERT OR REPLACE INTO telegram_users (user_id, name, added_at) VALUES (?1, ?2, ?3)",
+                params![user, name, super::now_rfc3339()],
+            )?;
+            tx.execute("DELETE FROM telegram_pairing WHERE user_id = ?1", [user])?;
+        }
+        tx.commit()?;
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_claim_done_and_the_offset() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.telegram_offset().unwrap(), None);
+        s.telegram_accept(&[(5, 1, "a".into()), (6, 2, "b".into())], 7)
+            .unwrap();
+        // A batch seen again (Telegram resent it) changes nothing.
+        s.telegram_accept(&[(5, 1, "a".into())], 5).unwrap();
+        assert_eq!(s.telegram_offset().unwrap(), Some(7));
+        assert!(s.telegram_claim(5).unwrap());
+        assert!(!s.telegram_claim(5).unwrap(), "claimed once only");
+        let inbox = s.telegram_inbox().unwrap();
+        assert_eq!(inbox.len(), 2);
+        assert!(inbox[0].claimed && !inbox[1].claimed);
+        s.telegram_done(5).unwrap();
+        assert!(!s.telegram_claim(5).unwrap(), "a done row is gone");
+        assert_eq!(s.telegram_inbox().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn pairing_codes_are_bounded_expire_and_pair_once() {
+        let s = Store::in_memory().unwrap();
+        let PairingCode::New(code) = s.telegram_pairing_code(42, 42, "ann", 100, 600).unwrap()
+        else {
+            panic!("a code")
+        };
+        assert_eq!(
+            s.telegram_pairing_code(42, 42, "ann", 101, 600).unwrap(),
+            PairingCode::Pending
+        );
+        for u in 0..MAX_PAIRING_CODES - 1 {
+            assert!(matches!(
+                s.telegram_pairing_code(1000 + u, 1, "x", 100, 600).unwrap(),
+                PairingCode::New(_)
+            ));
+        }
+        assert_eq!(
+            s.telegram_pairing_code(7, 7, "late", 100, 600).unwrap(),
+            PairingCode::Full
+        );
+        assert!(!s.telegram_paired(42).unwrap());
+        assert_eq!(s.telegram_pair("WRONG123", 200).unwrap(), None);
+        let lower = code.to_ascii_lowercase();
+        assert_eq!(
+            s.telegram_pair(&lower, 200).unwrap(),
+            Some((42, "ann".into()))
+        );
+        assert!(s.telegram_paired(42).unwrap());
+        assert_eq!(s.telegram_pair(&code, 200).unwrap(), None, "one time");
+        // Expired codes make room.
+        assert!(matches!(
+            s.telegram_pairing_code(7, 7, "late", 10_000, 600).unwrap(),
+            PairingCode::New(_)
+        ));
+        let PairingCode::New(old) = s.telegram_pairing_code(8, 8, "b", 10_000, 600).unwrap() else {
+            panic!()
+        };
+        assert_eq!(s.telegram_pair(&old, 10_600).unwrap(), None, "expired");
+    }
+}
