@@ -6,10 +6,11 @@
 //! transaction *before* Telegram is told (by the next `getUpdates` offset) that they arrived,
 //! so a crash before the commit gets them again from Telegram, and one after it finds them in
 //! the inbox. A message is *claimed* ([`Store::telegram_claim`], a conditional update) before it
-//! reaches the agent and deleted when its answer is out: a crash between the two leaves a
+//! reaches the agent and marked done when its answer is out: a crash between the two leaves a
 //! claimed row, which the next start reports to its chat ("interrupted, send it again") instead
-//! of running it a second time. So no message reaches the agent twice, and none is dropped
-//! without a word.
+//! of running it a second time. Handled rows keep their id (the last [`KEEP_DONE`]), so a batch
+//! Telegram sends again is not handled again. So no message reaches the agent twice, and none
+//! is dropped without a word.
 
 use super::{write_tx, Store, StoreError};
 use rusqlite::{params, OptionalExtension};
@@ -23,7 +24,8 @@ CREATE TABLE telegram_inbox (
     update_id INTEGER PRIMARY KEY,
     chat_id INTEGER NOT NULL,
     body TEXT NOT NULL,
-    claimed INTEGER NOT NULL DEFAULT 0
+    state INTEGER NOT NULL DEFAULT 0,
+    done_at INTEGER
 );
 CREATE TABLE telegram_users (
     user_id INTEGER PRIMARY KEY,
@@ -37,6 +39,10 @@ CREATE TABLE telegram_pairing (
     name TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );";
+
+/// Handled updates remembered (their ids only matter), so a batch Telegram sends again is
+/// not handled again.
+pub const KEEP_DONE: i64 = 256;
 
 /// Pending pairing codes kept at once; more unknown users get no code until one expires.
 pub const MAX_PAIRING_CODES: i64 = 16;
@@ -82,7 +88,7 @@ impl Store {
 
     /// Accepts a batch: stores each `(update_id, chat_id, body)` in the inbox and raises the
     /// offset to `last` (the batch's highest `update_id`, messages or not), in one transaction.
-    /// An update already in the inbox is left as it is.
+    /// An update already in the inbox, or at or below the stored offset, is left as it is.
     pub fn telegram_accept(
         &self,
         rows: &[(i64, i64, String)],
@@ -90,6 +96,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = write_tx(&mut conn)?;
+        // A row already there (waiting, claimed or handled) stays as it is: Telegram sends a
+        // batch again when a crash cut off its confirmation. (Ids are not compared with the
+        // offset: after a week without updates Telegram may start from a random, lower id.)
         for (id, chat, body) in rows {
             tx.execute(
                 "INSERT OR IGNORE INTO telegram_inbox (update_id, chat_id, body) VALUES (?1, ?2, ?3)",
@@ -98,7 +107,7 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO telegram_state (key, value) VALUES ('last_update_id', ?1)
-             ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)",
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [last],
         )?;
         tx.commit()?;
@@ -108,32 +117,43 @@ impl Store {
     /// Claims an inbox row for the agent: true only for the first claim of a row that exists.
     pub fn telegram_claim(&self, update_id: i64) -> Result<bool, StoreError> {
         Ok(self.conn().execute(
-            "UPDATE telegram_inbox SET claimed = 1 WHERE update_id = ?1 AND claimed = 0",
+            "UPDATE telegram_inbox SET state = 1 WHERE update_id = ?1 AND state = 0",
             [update_id],
         )? == 1)
     }
 
-    /// Removes a handled row.
+    /// Marks a row handled; only the last [`KEEP_DONE`] handled rows are kept (and of them
+    /// only their ids matter).
     pub fn telegram_done(&self, update_id: i64) -> Result<(), StoreError> {
-        self.conn().execute(
-            "DELETE FROM telegram_inbox WHERE update_id = ?1",
-            [update_id],
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        tx.execute(
+            "UPDATE telegram_inbox SET state = 2, body = '', done_at = ?2 WHERE update_id = ?1",
+            params![update_id, chrono::Utc::now().timestamp_micros()],
         )?;
+        tx.execute(
+            "DELETE FROM telegram_inbox WHERE state = 2 AND update_id NOT IN
+               (SELECT update_id FROM telegram_inbox WHERE state = 2
+                ORDER BY done_at DESC, update_id DESC LIMIT ?1)",
+            [KEEP_DONE],
+        )?;
+        tx.commit()?;
         Ok(())
     }
 
-    /// The inbox, oldest first (what a restart finds).
+    /// The rows not yet handled, oldest first (what a restart finds).
     pub fn telegram_inbox(&self) -> Result<Vec<InboxRow>, StoreError> {
         let conn = self.conn();
         let mut st = conn.prepare(
-            "SELECT update_id, chat_id, body, claimed FROM telegram_inbox ORDER BY update_id",
+            "SELECT update_id, chat_id, body, state FROM telegram_inbox WHERE state < 2
+             ORDER BY update_id",
         )?;
         let rows = st.query_map([], |r| {
             Ok(InboxRow {
                 update_id: r.get(0)?,
                 chat_id: r.get(1)?,
                 body: r.get(2)?,
-                claimed: r.get::<_, i64>(3)? != 0,
+                claimed: r.get::<_, i64>(3)? == 1,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -231,7 +251,9 @@ mod tests {
         s.telegram_accept(&[(5, 1, "a".into()), (6, 2, "b".into())], 7)
             .unwrap();
         // A batch seen again (Telegram resent it) changes nothing.
-        s.telegram_accept(&[(5, 1, "a".into())], 5).unwrap();
+        s.telegram_accept(&[(5, 1, "a".into()), (6, 2, "b".into())], 7)
+            .unwrap();
+        assert_eq!(s.telegram_inbox().unwrap().len(), 2);
         assert_eq!(s.telegram_offset().unwrap(), Some(7));
         assert!(s.telegram_claim(5).unwrap());
         assert!(!s.telegram_claim(5).unwrap(), "claimed once only");
@@ -239,8 +261,39 @@ mod tests {
         assert_eq!(inbox.len(), 2);
         assert!(inbox[0].claimed && !inbox[1].claimed);
         s.telegram_done(5).unwrap();
-        assert!(!s.telegram_claim(5).unwrap(), "a done row is gone");
+        assert!(
+            !s.telegram_claim(5).unwrap(),
+            "a done row is not claimed again"
+        );
         assert_eq!(s.telegram_inbox().unwrap().len(), 1);
+        // Resent after it was handled: not accepted again. A lower id (Telegram's random
+        // restart after a quiet week) is new.
+        s.telegram_accept(
+            &[(5, 1, "a".into()), (8, 1, "c".into()), (2, 1, "d".into())],
+            8,
+        )
+        .unwrap();
+        let ids: Vec<i64> = s
+            .telegram_inbox()
+            .unwrap()
+            .iter()
+            .map(|r| r.update_id)
+            .collect();
+        assert_eq!(ids, vec![2, 6, 8]);
+        // Handled rows are remembered, but only the last KEEP_DONE.
+        for id in 100..100 + KEEP_DONE + 10 {
+            s.telegram_accept(&[(id, 1, "x".into())], id).unwrap();
+            s.telegram_done(id).unwrap();
+        }
+        let kept: i64 = s
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM telegram_inbox WHERE state = 2",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, KEEP_DONE);
     }
 
     #[test]

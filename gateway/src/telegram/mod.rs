@@ -816,12 +816,29 @@ fn collect_artifacts(v: &Value, out: &mut Vec<String>) {
 struct Reply {
     chat: i64,
     sent: Vec<(i64, String)>,
+    /// After a 429: no call before this.
+    quiet_until: Option<Instant>,
 }
 
 impl Reply {
     /// Makes the chat show `text`: edits the messages that differ, sends the pieces that are
     /// new. Stops at the first failed call (the next sync goes on from there).
     async fn sync(&mut self, api: &Api, text: &str) -> Result<(), ApiError> {
+        if let Some(left) = self
+            .quiet_until
+            .map(|q| q.saturating_duration_since(Instant::now()))
+            .filter(|l| !l.is_zero())
+        {
+            return Err(ApiError::RetryAfter(left.as_secs_f64().ceil() as u64));
+        }
+        let r = self.sync_now(api, text).await;
+        if let Err(ApiError::RetryAfter(s)) = &r {
+            self.quiet_until = Some(Instant::now() + Duration::from_secs(*s));
+        }
+        r
+    }
+
+    async fn sync_now(&mut self, api: &Api, text: &str) -> Result<(), ApiError> {
         for (i, piece) in text::split(text, text::MAX_MESSAGE).into_iter().enumerate() {
             if let Some((id, shown)) = self.sent.get(i) {
                 if shown == piece {
@@ -856,6 +873,7 @@ async fn send_text(api: &Api, chat: i64, text: &str) {
     let mut r = Reply {
         chat,
         sent: Vec::new(),
+        quiet_until: None,
     };
     finish(api, &mut r, text).await;
 }
@@ -892,6 +910,7 @@ async fn chat_turn(bot: &Arc<Bot>, agent: &mut Agent, chat: i64, text: &str) {
     let mut reply = Reply {
         chat,
         sent: Vec::new(),
+        quiet_until: None,
     };
     let token = bot.stop.child_token();
     let report = {

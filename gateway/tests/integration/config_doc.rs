@@ -4,7 +4,7 @@
 
 use covo::config::{
     AgentConfig, Config, FsConfig, LlmConfig, MqttConfig, NotifyConfig, PolicyConfig,
-    ProfileConfig, RunConfig, SwarmConfig, ToolsetConfig,
+    ProfileConfig, RunConfig, SwarmConfig, TelegramConfig, ToolsetConfig,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::collections::BTreeSet;
@@ -90,6 +90,7 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
         ("`[run]`", fields::<RunConfig>()),
         ("`[notify]`", fields::<NotifyConfig>()),
         ("`[swarm]`", fields::<SwarmConfig>()),
+        ("`[telegram]`", fields::<TelegramConfig>()),
     ];
     let mut problems = Vec::new();
     for (heading, keys) in &sections {
@@ -145,6 +146,7 @@ fn the_documented_example_parses_and_sets_every_section() {
         ("[run]", fields::<RunConfig>()),
         ("[notify]", fields::<NotifyConfig>()),
         ("[swarm]", fields::<SwarmConfig>()),
+        ("[telegram]", fields::<TelegramConfig>()),
     ] {
         let value: toml::Table = toml::from_str(text).unwrap();
         let table = if section.is_empty() {

@@ -31,4 +31,5 @@ mod secrets;
 mod shell;
 mod store_concurrency;
 mod system;
+mod telegram;
 mod voice_camera;

@@ -1,0 +1,591 @@
+//! `covo run` with `[telegram]` against a fake Bot API (`covo_tests::bot_api`, tiny_http on
+//! 127.0.0.1, the Bot API's own JSON shapes) and the scripted LLM server: the real binary,
+//! killed for real in the restart case.
+
+use covo_tests::bot_api::{callback_query, text_message, voice_message, FakeBotApi, Request};
+use covo_tests::llm_server::{Reply, ScriptedLlm};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "123456:TEST-token-never-shown";
+const ANN: i64 = 111_111;
+const BOB: i64 = 222_222;
+const CAROL: i64 = 333_333;
+const LONG: Duration = Duration::from_secs(30);
+
+/// A running `covo run` whose stderr is collected as it comes.
+struct Covo {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+fn base_command(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_covo"));
+    c.arg("--config")
+        .arg(dir.join("covo.toml"))
+        .current_dir(dir)
+        .env("COVO_HOME", dir.join("home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .env_remove("COVO_LOG")
+        .env_remove("COVO_LLM_PROVIDER")
+        .env_remove("ANTHROPIC_API_KEY");
+    c
+}
+
+impl Covo {
+    fn start(dir: &Path, cfg: &str, llm: &ScriptedLlm, token: &str) -> Covo {
+        std::fs::write(dir.join("covo.toml"), cfg).unwrap();
+        let mut child = base_command(dir)
+            .args(["run", "--profile", "full"])
+            .env("COVO_TELEGRAM_TOKEN", token)
+            .env("COVO_LLM_BASE_URL", llm.openai_base_url())
+            .env("COVO_LLM_MODEL", "scripted")
+            .env("OPENAI_API_KEY", "sk-test")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (err, l) = (child.stderr.take().unwrap(), log.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut l = l.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        Covo { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits for a log line containing `needle`; returns the line.
+    fn wait_log(&self, needle: &str, timeout: Duration) -> Option<String> {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if let Some(l) = self.log().lines().find(|l| l.contains(needle)) {
+                return Some(l.to_string());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// SIGTERM, then waits: `covo run` must exit 0 on its own. Returns its log.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let end = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > end {
+                let _ = self.child.kill();
+                break self.child.wait().unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let log = self.log();
+        assert!(status.success(), "covo run exited {status:?}:\n{log}");
+        assert!(!log.contains("TEST-token"), "the token was logged:\n{log}");
+        log
+    }
+
+    /// SIGKILL: no clean shutdown at all.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Covo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(fake: &FakeBotApi, allow: &[i64], extra: &str) -> String {
+    format!(
+        "[telegram]\napi_base = \"{}\"\nallow = {allow:?}\npoll_timeout_secs = 1\nedit_every_ms = 100\n{extra}",
+        fake.base_url()
+    )
+}
+
+/// The last user message of each request the model got.
+fn asked(llm: &ScriptedLlm) -> Vec<String> {
+    llm.requests()
+        .iter()
+        .filter_map(|r| {
+            r.body["messages"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .and_then(|m| m["content"].as_str().map(String::from))
+        })
+        .collect()
+}
+
+/// The first message with an inline keyboard sent to `chat` after `skip` of them: its
+/// approve and deny `callback_data`, and the message itself as the bot sent it.
+fn keyboard(fake: &FakeBotApi, chat: i64, n: usize) -> Option<(String, String, Value)> {
+    let r = fake
+        .calls("sendMessage")
+        .into_iter()
+        .filter(|r| {
+            r.json["chat_id"].as_i64() == Some(chat) && r.json.get("reply_markup").is_some()
+        })
+        .nth(n)?;
+    let row = &r.json["reply_markup"]["inline_keyboard"][0];
+    let message = json!({"message_id": 900 + n, "chat": {"id": chat, "type": "private"},
+                         "date": 0, "text": r.json["text"]});
+    Some((
+        row[0]["callback_data"].as_str()?.to_string(),
+        row[1]["callback_data"].as_str()?.to_string(),
+        message,
+    ))
+}
+
+fn wait_keyboard(fake: &FakeBotApi, chat: i64, n: usize) -> (String, String, Value) {
+    assert!(
+        fake.wait_for(LONG, |reqs| reqs
+            .iter()
+            .filter(|r| r.method == "sendMessage"
+                && r.json["chat_id"].as_i64() == Some(chat)
+                && r.json.get("reply_markup").is_some())
+            .count()
+            > n),
+        "no approval keyboard #{n}: {:?}",
+        fake.texts_to(chat)
+    );
+    keyboard(fake, chat, n).unwrap()
+}
+
+#[test]
+fn an_allowed_user_chats_a_stranger_is_refused_once_and_pairs() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![
+        Reply::text("Hi Ann, the greenhouse is fine."),
+        Reply::text("Welcome aboard, Bob."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], ""), &llm, TOKEN);
+
+    fake.push(text_message(ANN, "Ann", "hello covo"));
+    assert!(
+        fake.wait_text(ANN, "the greenhouse is fine", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert_eq!(asked(&llm), vec!["hello covo".to_string()]);
+
+    // A stranger: a pairing code in the log, one polite refusal, nothing reaches the model.
+    fake.push(text_message(BOB, "Bob", "secret plan, run it"));
+    assert!(fake.wait_text(BOB, "private", LONG), "{}", covo.log());
+    let line = covo
+        .wait_log("covo telegram pair ", LONG)
+        .expect("a pairing code in the log");
+    let code = line
+        .split("covo telegram pair ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert_eq!(code.len(), 8, "{line}");
+    fake.push(text_message(BOB, "Bob", "please?"));
+    // Commands, and a voice message with no peer to transcribe it.
+    fake.push(text_message(ANN, "Ann", "/status"));
+    assert!(
+        fake.wait_text(ANN, "Board: sim", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    assert!(fake.wait_text(ANN, "Model: ", LONG));
+    fake.put_file("voice-1", b"OggS fake opus".to_vec());
+    fake.push(voice_message(ANN, "Ann", "voice-1", 14));
+    assert!(
+        fake.wait_text(ANN, "No transcription is available", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    fake.push(text_message(ANN, "Ann", "/tools"));
+    assert!(fake.wait_text(ANN, "sensor_read", LONG));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        fake.texts_to(BOB).len(),
+        1,
+        "one refusal: {:?}",
+        fake.texts_to(BOB)
+    );
+    assert_eq!(asked(&llm).len(), 1, "{:?}", asked(&llm));
+    assert!(!llm
+        .requests()
+        .iter()
+        .any(|r| r.raw_body.contains("secret plan") || r.raw_body.contains("please?")));
+
+    // The owner pairs Bob (another process on the same home); a wrong code is refused.
+    let bad = base_command(dir.path())
+        .args(["telegram", "pair", "NOPE2345"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no pending pairing code"));
+    let out = base_command(dir.path())
+        .args(["telegram", "pair", &code.to_lowercase()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&BOB.to_string()));
+    fake.push(text_message(BOB, "Bob", "thanks, hello"));
+    assert!(
+        fake.wait_text(BOB, "Welcome aboard, Bob.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(BOB),
+        covo.log()
+    );
+    assert_eq!(asked(&llm).last().unwrap(), "thanks, hello");
+    let log = covo.stop();
+    assert!(log.contains("Telegram on"), "{log}");
+}
+
+#[test]
+fn approvals_go_through_buttons_only_the_asker_answers_and_silence_denies() {
+    let fake = FakeBotApi::start(TOKEN);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran.txt");
+    let call = json!({"command": format!("echo ran >> {}", marker.display())}).to_string();
+    let llm = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("Done: it ran."),
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("Not run, as you said."),
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("No answer, so not run."),
+    ]);
+    let cfg = config(&fake, &[ANN, CAROL], "approval_timeout_secs = 2\n");
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    let runs = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    fake.push(text_message(ANN, "Ann", "please run the job"));
+    let (yes, no, message) = wait_keyboard(&fake, ANN, 0);
+    assert!(yes.ends_with(":1") && no.ends_with(":0"), "{yes} {no}");
+    // Carol is allowed to chat, but it is not her question and she is no admin.
+    fake.push(callback_query(CAROL, "Carol", &message, &yes));
+    assert!(fake.wait_for(LONG, |reqs| reqs.iter().any(|r| r.method
+        == "answerCallbackQuery"
+        && r.json["show_alert"] == true
+        && r.json["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Only the person who asked"))));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(runs(), 0, "Carol's press ran it");
+    fake.push(callback_query(ANN, "Ann", &message, &yes));
+    assert!(
+        fake.wait_text(ANN, "Done: it ran.", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    assert_eq!(runs(), 1);
+    assert!(fake.wait_text(ANN, "Approved by @ann.", LONG));
+    // The same button again: the approval is gone, nothing runs twice.
+    fake.push(callback_query(ANN, "Ann", &message, &yes));
+    assert!(fake.wait_for(LONG, |reqs| reqs.iter().any(|r| r.method
+        == "answerCallbackQuery"
+        && r.json["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no longer waiting"))));
+
+    fake.push(text_message(ANN, "Ann", "once more"));
+    let (_, no, message) = wait_keyboard(&fake, ANN, 1);
+    fake.push(callback_query(ANN, "Ann", &message, &no));
+    assert!(fake.wait_text(ANN, "Not run, as you said.", LONG));
+    assert_eq!(runs(), 1, "a denied call ran");
+    assert!(llm.requests()[3]
+        .raw_body
+        .contains("denied on Telegram by @ann"));
+
+    fake.push(text_message(ANN, "Ann", "and again"));
+    wait_keyboard(&fake, ANN, 2);
+    assert!(fake.wait_text(ANN, "No answer, so not run.", LONG));
+    assert!(fake.wait_text(ANN, "No answer within 2 s: denied.", LONG));
+    assert_eq!(runs(), 1, "an unanswered call ran");
+    covo.stop();
+
+    // The audit log has each call, from Telegram.
+    let store = covo::store::Store::open_in(&dir.path().join("home")).unwrap();
+    let rows: Vec<(String, String)> = {
+        let conn = store.conn();
+        let mut st = conn
+            .prepare("SELECT via, outcome FROM audit WHERE tool = 'shell_exec' ORDER BY id")
+            .unwrap();
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows
+    };
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|(via, _)| via == "telegram"), "{rows:?}");
+    assert_eq!(rows[0].1, "ok", "{rows:?}");
+    assert!(rows[1..].iter().all(|(_, o)| o != "ok"), "{rows:?}");
+}
+
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn a_camera_snapshot_goes_out_as_a_multipart_photo() {
+    let fake = FakeBotApi::start(TOKEN);
+    let dir = tempfile::tempdir().unwrap();
+    let png: PathBuf = dir.path().join("still.png");
+    std::fs::write(&png, PNG).unwrap();
+    let llm = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("camera_snapshot", "{}")]),
+        Reply::text("Here is the greenhouse."),
+    ]);
+    let extra = format!(
+        "[camera]\ncommand = [\"cp\", \"{}\", \"{{output}}\"]\n",
+        png.display()
+    );
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], &extra), &llm, TOKEN);
+    fake.push(text_message(ANN, "Ann", "show me the greenhouse"));
+    assert!(
+        fake.wait_text(ANN, "Here is the greenhouse.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert!(fake.wait_for(LONG, |reqs| reqs.iter().any(|r| r.method == "sendPhoto")));
+    let photo: Request = fake.calls("sendPhoto").remove(0);
+    let boundary = photo
+        .content_type
+        .strip_prefix("multipart/form-data; boundary=")
+        .unwrap_or_else(|| panic!("{}", photo.content_type))
+        .to_string();
+    let body = &photo.body;
+    let text = String::from_utf8_lossy(body);
+    assert!(text.starts_with(&format!("--{boundary}\r\n")), "{text}");
+    assert!(text.ends_with(&format!("\r\n--{boundary}--\r\n")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Content-Disposition: form-data; name=\"chat_id\"\r\n\r\n{ANN}\r\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Content-Disposition: form-data; name=\"caption\"\r\n\r\nart-"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Content-Disposition: form-data; name=\"photo\"; filename=\"art-"),
+        "{text}"
+    );
+    let mut part = b".png\"\r\nContent-Type: image/png\r\n\r\n".to_vec();
+    part.extend_from_slice(PNG);
+    part.extend_from_slice(format!("\r\n--{boundary}--").as_bytes());
+    assert!(
+        contains(body, &part),
+        "the photo part carries the PNG: {text}"
+    );
+    covo.stop();
+}
+
+#[test]
+fn flood_control_waits_retry_after_and_a_bad_token_stops_polling_once() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![Reply::text("All fine here.")]);
+    let dir = tempfile::tempdir().unwrap();
+    let flood = |s: u64| {
+        json!({"ok": false, "error_code": 429,
+               "description": format!("Too Many Requests: retry after {s}"),
+               "parameters": {"retry_after": s}})
+    };
+    fake.fail_next("getUpdates", 429, flood(2));
+    fake.fail_next("sendMessage", 429, flood(1));
+    fake.push(text_message(ANN, "Ann", "how are things"));
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], ""), &llm, TOKEN);
+    // Recorded on arrival: the refused send and the one after it.
+    assert!(
+        fake.wait_for(LONG, |reqs| reqs
+            .iter()
+            .filter(|r| r.method == "sendMessage" && r.json["text"] == "All fine here.")
+            .count()
+            == 2),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    let polls = fake.calls("getUpdates");
+    let gap = polls[1].at - polls[0].at;
+    assert!(
+        gap >= Duration::from_millis(1900) && gap < Duration::from_secs(5),
+        "the second poll came {gap:?} after a 429 with retry_after 2"
+    );
+    let sends = fake.calls("sendMessage");
+    let gap = sends[1].at - sends[0].at;
+    assert!(
+        gap >= Duration::from_millis(900),
+        "the answer was sent again {gap:?} after a 429 with retry_after 1"
+    );
+    covo.stop();
+
+    // A revoked token: said once, clearly, and no more polling; the daemon goes on.
+    let fake = FakeBotApi::start(TOKEN);
+    let dir = tempfile::tempdir().unwrap();
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], ""), &llm, "999:wrong");
+    assert!(
+        covo.wait_log("401 Unauthorized", LONG).is_some(),
+        "{}",
+        covo.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        fake.calls("getUpdates").len(),
+        1,
+        "polling went on after a 401"
+    );
+    let log = covo.stop();
+    assert_eq!(
+        log.matches("401 Unauthorized").count(),
+        2,
+        "reported once (log and console): {log}"
+    );
+    assert!(log.contains("COVO_TELEGRAM_TOKEN"), "{log}");
+    assert!(!log.contains("999:wrong"), "{log}");
+}
+
+#[test]
+fn a_restart_mid_answer_handles_each_update_exactly_once() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![
+        // The first answer never comes: covo is killed while it waits.
+        Reply::delay(Duration::from_secs(60), Reply::text("too late")),
+        Reply::text("answer two"),
+        Reply::text("answer three"),
+        Reply::text("answer four"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&fake, &[ANN], "");
+    for m in ["message one", "message two", "message three"] {
+        fake.push(text_message(ANN, "Ann", m));
+    }
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    assert!(llm.wait_for_requests(1, LONG), "{}", covo.log());
+    std::thread::sleep(Duration::from_millis(300));
+    covo.kill();
+    // Sent while covo was down.
+    fake.push(text_message(ANN, "Ann", "message four"));
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    assert!(
+        fake.wait_text(ANN, "answer four", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert!(fake.wait_text(
+        ANN,
+        "restarted before it finished answering \"message one\"",
+        LONG
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    covo.stop();
+    let asked = asked(&llm);
+    assert_eq!(
+        asked,
+        [
+            "message one",
+            "message two",
+            "message three",
+            "message four"
+        ],
+        "each message reached the model exactly once, in order"
+    );
+    let texts = fake.texts_to(ANN);
+    let pos = |t: &str| {
+        texts
+            .iter()
+            .position(|x| x == t)
+            .unwrap_or_else(|| panic!("{t}: {texts:?}"))
+    };
+    assert!(pos("answer two") < pos("answer three") && pos("answer three") < pos("answer four"));
+    assert!(!texts.iter().any(|t| t.contains("too late")));
+    assert_eq!(fake.unconfirmed(), 0, "every update was confirmed");
+}
+
+#[test]
+fn queues_chats_and_message_sizes_are_bounded() {
+    let fake = FakeBotApi::start(TOKEN);
+    let mut script = vec![Reply::delay(
+        Duration::from_secs(3),
+        Reply::text("answer 1"),
+    )];
+    script.extend((2..=8).map(|i| Reply::text(format!("answer {i}"))));
+    let llm = ScriptedLlm::start(script);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&fake, &[ANN, BOB], "[run]\nmax_sessions = 1\n");
+    // One batch: eleven messages from Ann, then one from Bob while Ann's chat holds the only
+    // session.
+    for i in 1..=11 {
+        fake.push(text_message(ANN, "Ann", &format!("question {i}")));
+    }
+    fake.push(text_message(BOB, "Bob", "hello from bob"));
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    assert!(
+        fake.wait_text(BOB, "busy with 1 other chats", LONG),
+        "{:?}",
+        fake.texts_to(BOB)
+    );
+    assert!(
+        fake.wait_text(ANN, "answer 8", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    let dropped = fake
+        .texts_to(ANN)
+        .iter()
+        .filter(|t| t.contains("already waiting"))
+        .count();
+    assert_eq!(dropped, 3, "8 wait at most: {:?}", fake.texts_to(ANN));
+    // Too long for one message: refused before the model.
+    fake.push(text_message(ANN, "Ann", &"x".repeat(5000)));
+    assert!(fake.wait_text(ANN, "too long", LONG));
+    covo.stop();
+    let asked = asked(&llm);
+    let want: Vec<String> = (1..=8).map(|i| format!("question {i}")).collect();
+    assert_eq!(asked, want);
+}
