@@ -41,6 +41,8 @@ struct State {
     requests: Vec<Request>,
     failures: HashMap<String, VecDeque<(u16, Value)>>,
     files: HashMap<String, Vec<u8>>,
+    /// Every text message as it reads now: id → (chat, text).
+    messages: std::collections::BTreeMap<i64, (i64, String)>,
     stopped: bool,
 }
 
@@ -232,6 +234,17 @@ impl FakeBotApi {
         })
     }
 
+    /// The chat's text messages from the bot as they read now (edits applied), oldest first.
+    pub fn chat_view(&self, chat: i64) -> Vec<String> {
+        self.shared
+            .lock()
+            .messages
+            .values()
+            .filter(|(c, _)| *c == chat)
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
     /// Updates not yet confirmed by an offset.
     pub fn unconfirmed(&self) -> usize {
         self.shared.lock().updates.len()
@@ -348,6 +361,7 @@ fn handle(sh: &Shared, mut req: tiny_http::Request) {
                 "date": now(),
             });
             if let Some(t) = text {
+                st.messages.insert(id, (chat, t.clone()));
                 m["text"] = t.into();
             }
             if let Some(markup) = json.get("reply_markup") {

@@ -15,8 +15,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-/// Approvals waiting for a press at once, over all chats; one more is denied at once.
-pub const MAX_PENDING: usize = 16;
+/// Approvals waiting for a press at once, over all chats; one more is denied at once. Each
+/// holds one thread of `covo run`'s blocking pool (16 threads, 8 of which swarm calls may
+/// take) while it waits, so this stays well below what is left.
+pub const MAX_PENDING: usize = 4;
 
 struct Waiting {
     asker: i64,

@@ -106,7 +106,7 @@ impl Settings {
     fn from(c: &TelegramConfig) -> Self {
         Settings {
             allow: c.allow.clone(),
-            poll_timeout: c.poll_timeout_secs.unwrap_or(30).min(600),
+            poll_timeout: c.poll_timeout_secs.unwrap_or(30).clamp(1, 600),
             edit_every: Duration::from_millis(c.edit_every_ms.unwrap_or(1000).max(50)),
             approval_timeout: Duration::from_secs(c.approval_timeout_secs.unwrap_or(120).max(1)),
             confirm_actuate: c.confirm_actuate,
@@ -311,14 +311,18 @@ async fn accept(
             stranger(bot, tasks, refused, chat, user, &name).await;
             continue;
         }
+        let text = m["text"]
+            .as_str()
+            .or_else(|| m["caption"].as_str())
+            .unwrap_or("");
         let incoming = Incoming {
             user,
             name,
-            text: m["text"]
-                .as_str()
-                .or_else(|| m["caption"].as_str())
-                .unwrap_or("")
-                .to_string(),
+            // Kept one character over the limit at most: enough to refuse it in words.
+            text: match text.char_indices().nth(MAX_INPUT_CHARS + 1) {
+                Some((i, _)) => text[..i].to_string(),
+                None => text.to_string(),
+            },
             voice: m["voice"]["file_id"]
                 .as_str()
                 .map(|f| (f.to_string(), m["voice"]["file_size"].as_u64())),
@@ -583,10 +587,7 @@ async fn handle(bot: &Arc<Bot>, agent: &mut Agent, chat: i64, msg: Incoming) {
         send_text(
             &bot.api,
             chat,
-            &format!(
-                "That message is too long for me ({} characters; {MAX_INPUT_CHARS} at most).",
-                text.chars().count()
-            ),
+            &format!("That message is too long for me: {MAX_INPUT_CHARS} characters at most."),
         )
         .await;
         return;

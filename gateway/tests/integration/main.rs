@@ -31,5 +31,6 @@ mod secrets;
 mod shell;
 mod store_concurrency;
 mod system;
+#[cfg(feature = "telegram")]
 mod telegram;
 mod voice_camera;

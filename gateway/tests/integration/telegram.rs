@@ -222,6 +222,20 @@ fn an_allowed_user_chats_a_stranger_is_refused_once_and_pairs() {
     );
     fake.push(text_message(ANN, "Ann", "/tools"));
     assert!(fake.wait_text(ANN, "sensor_read", LONG));
+    fake.push(text_message(ANN, "Ann", "/usage"));
+    assert!(
+        fake.wait_text(ANN, "This conversation: 1 turns", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    fake.push(text_message(ANN, "Ann", "/new"));
+    assert!(fake.wait_text(ANN, "Started a new conversation.", LONG));
+    fake.push(text_message(ANN, "Ann", "/usage"));
+    assert!(
+        fake.wait_text(ANN, "0 turns", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         fake.texts_to(BOB).len(),
@@ -588,4 +602,78 @@ fn queues_chats_and_message_sizes_are_bounded() {
     let asked = asked(&llm);
     let want: Vec<String> = (1..=8).map(|i| format!("question {i}")).collect();
     assert_eq!(asked, want);
+}
+
+#[test]
+fn a_long_answer_streams_into_edited_messages_split_at_4096() {
+    let fake = FakeBotApi::start(TOKEN);
+    let answer: String = (0..250)
+        .map(|i| format!("line {i:03} of a long answer, streamed piece by piece.\n"))
+        .collect();
+    assert!(answer.len() > 3 * 4096);
+    // Streamed in 4-character pieces, a millisecond apart: about three seconds.
+    let llm = ScriptedLlm::start(vec![Reply::text(answer.clone())]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&fake, &[ANN], "").replace("edit_every_ms = 100", "edit_every_ms = 200");
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    fake.push(text_message(ANN, "Ann", "tell me everything"));
+    assert!(
+        wait_until(LONG, || fake.chat_view(ANN).concat() == answer),
+        "{:?}\n{}",
+        fake.chat_view(ANN),
+        covo.log()
+    );
+    let view = fake.chat_view(ANN);
+    assert_eq!(view.len(), 4, "{view:?}");
+    assert!(view.iter().all(|m| m.encode_utf16().count() <= 4096));
+    assert!(
+        view[..3].iter().all(|m| m.ends_with('\n')),
+        "split at line ends"
+    );
+    // It streamed: messages were edited as the text grew, each at most once per interval
+    // (the final sync aside).
+    let calls: Vec<Request> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| matches!(r.method.as_str(), "sendMessage" | "editMessageText"))
+        .collect();
+    let edits: Vec<&Request> = calls
+        .iter()
+        .filter(|r| r.method == "editMessageText")
+        .collect();
+    assert!(edits.len() >= 3, "{} edits", edits.len());
+    assert!(
+        calls.len() < 60,
+        "{} calls for 3,000 streamed pieces",
+        calls.len()
+    );
+    let mut by_message: std::collections::BTreeMap<i64, Vec<Instant>> = Default::default();
+    for e in &edits {
+        by_message
+            .entry(e.json["message_id"].as_i64().unwrap())
+            .or_default()
+            .push(e.at);
+    }
+    for times in by_message.values() {
+        for w in times[..times.len() - 1].windows(2) {
+            assert!(
+                w[1] - w[0] >= Duration::from_millis(150),
+                "edits {:?} apart",
+                w[1] - w[0]
+            );
+        }
+    }
+    covo.stop();
+}
+
+/// Polls `f` until it holds; false after `timeout`.
+fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
 }
