@@ -98,6 +98,8 @@ echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== clippy (covo-peer without default features: no code graph)"
 cargo clippy -p covo-peer --no-default-features --all-targets -- -D warnings
+echo "== clippy (covo-gateway without default features: no telegram)"
+cargo clippy -p covo-gateway --no-default-features --all-targets -- -D warnings
 disk
 echo "== firmware"
 (cd firmware/qemu-lm3s6965 && cargo fmt -- --check && cargo build --release)

@@ -454,8 +454,9 @@ fn dispatch(
     }
     let asker = {
         let mut askers = lock(&bot.askers);
-        if askers.len() > 4 * CHAT_QUEUE.max(chats.len()) {
-            // Chats whose agent (and so approver) is gone.
+        // Bounded with the sessions: drop the chats whose agent (and so approver, which holds
+        // the other reference) was evicted.
+        if askers.len() > 2 * chats.len() + 8 {
             askers.retain(|_, a| Arc::strong_count(a) > 1);
         }
         askers.entry(chat).or_default().clone()
