@@ -121,7 +121,13 @@ fn fastrand_id() -> u64 {
 impl FakeBotApi {
     /// Binds 127.0.0.1 on a free port for a bot with `token`.
     pub fn start(token: &str) -> FakeBotApi {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        Self::start_on(token, 0)
+    }
+
+    /// Binds 127.0.0.1:`port` (0: a free one), e.g. a port a test first saw refused.
+    pub fn start_on(token: &str, port: u16) -> FakeBotApi {
+        let server =
+            Arc::new(tiny_http::Server::http(("127.0.0.1", port)).expect("bind 127.0.0.1"));
         let port = server.server_addr().to_ip().expect("an IP address").port();
         let shared = Arc::new(Shared {
             token: token.to_string(),

@@ -349,19 +349,7 @@ fn approvals_go_through_buttons_only_the_asker_answers_and_silence_denies() {
     covo.stop();
 
     // The audit log has each call, from Telegram.
-    let store = covo::store::Store::open_in(&dir.path().join("home")).unwrap();
-    let rows: Vec<(String, String)> = {
-        let conn = store.conn();
-        let mut st = conn
-            .prepare("SELECT via, outcome FROM audit WHERE tool = 'shell_exec' ORDER BY id")
-            .unwrap();
-        let rows = st
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        rows
-    };
+    let rows = audit(dir.path(), "shell_exec");
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|(via, _)| via == "telegram"), "{rows:?}");
     assert_eq!(rows[0].1, "ok", "{rows:?}");
@@ -677,4 +665,100 @@ fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     f()
+}
+
+#[test]
+fn network_errors_back_off_with_jitter_and_polling_resumes() {
+    // A port nothing listens on: every poll is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let llm = ScriptedLlm::start(vec![Reply::text("Back online.")]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "[telegram]\napi_base = \"http://127.0.0.1:{port}\"\nallow = [{ANN}]\npoll_timeout_secs = 1\n"
+    );
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    std::thread::sleep(Duration::from_secs(6));
+    let failed = covo.log().matches("Telegram poll failed").count();
+    // Waits of 1, 2, 4 s (each 50-100 %): between 2 and 5 attempts in 6 s, not hundreds.
+    assert!(
+        (2..=5).contains(&failed),
+        "{failed} failed polls in 6 s:\n{}",
+        covo.log()
+    );
+    let waits: Vec<u64> = covo
+        .log()
+        .lines()
+        .filter(|l| l.contains("Telegram poll failed"))
+        .filter_map(|l| {
+            l.split("wait_ms=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(waits.windows(2).all(|w| w[1] > w[0] / 2), "{waits:?}");
+    assert!(waits[0] >= 500 && waits[0] <= 1000, "{waits:?}");
+    assert!(!covo.log().contains("TEST-token"));
+    // The API comes back on the same port: polling resumes and the message is answered.
+    let fake = FakeBotApi::start_on(TOKEN, port);
+    fake.push(text_message(ANN, "Ann", "are you there?"));
+    assert!(fake.wait_text(ANN, "Back online.", LONG), "{}", covo.log());
+    covo.stop();
+}
+
+#[test]
+fn confirm_actuate_asks_before_a_relay_switches() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("gpio_write", r#"{"pin":"relay","level":1}"#)]),
+        Reply::text("The relay is on."),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&fake, &[ANN], "confirm_actuate = true\nadmins = [999]\n");
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    fake.push(text_message(ANN, "Ann", "switch the relay on"));
+    let (yes, _, message) = wait_keyboard(&fake, ANN, 0);
+    assert!(
+        fake.calls("sendMessage").iter().any(|r| r.json["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Approve gpio_write (actuate)?")),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    // An admin may answer someone else's question.
+    fake.push(callback_query(999, "Root", &message, &yes));
+    assert!(
+        fake.wait_text(ANN, "The relay is on.", LONG),
+        "{:?}",
+        fake.texts_to(ANN)
+    );
+    assert!(fake.wait_text(ANN, "Approved by @root.", LONG));
+    assert!(!llm.requests()[1].raw_body.contains("approval_denied"));
+    covo.stop();
+    assert_eq!(
+        audit(dir.path(), "gpio_write"),
+        [("telegram".to_string(), "ok".to_string())]
+    );
+}
+
+/// `(via, outcome)` of each audited call of `tool`, oldest first.
+fn audit(dir: &Path, tool: &str) -> Vec<(String, String)> {
+    let store = covo::store::Store::open_in(&dir.join("home")).unwrap();
+    let conn = store.conn();
+    let mut st = conn
+        .prepare("SELECT via, outcome FROM audit WHERE tool = ?1 ORDER BY id")
+        .unwrap();
+    let rows = st
+        .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    rows
 }
