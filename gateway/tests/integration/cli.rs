@@ -550,7 +550,20 @@ fn version_names_the_commit_target_build_and_features() {
     );
     assert!(lines[3].starts_with("build: debug ("), "{text}");
     assert!(lines[3].ends_with(", panic=unwind)"), "{text}");
-    assert_eq!(lines[4], "features: none", "{text}");
+    // The binary is built with this test's features (`default` and each channel it turns on).
+    let features: Vec<&str> = [
+        ("default", cfg!(feature = "default")),
+        ("telegram", cfg!(feature = "telegram")),
+    ]
+    .into_iter()
+    .filter_map(|(f, on)| on.then_some(f))
+    .collect();
+    let features = if features.is_empty() {
+        "none".to_string()
+    } else {
+        features.join(",")
+    };
+    assert_eq!(lines[4], format!("features: {features}"), "{text}");
     // -V is the one-line form.
     let short = e.covo(&["-V"]);
     assert_eq!(
