@@ -199,10 +199,13 @@ fn old_readings_move_to_the_compact_tables() {
     let dir = tempfile::tempdir().unwrap();
     {
         let s = Store::open_in(dir.path()).unwrap();
-        // Back to version 11, with readings in the old table.
+        // Back to version 11, with readings in the old table (and without the tables of the
+        // migrations after 12).
         s.conn()
             .execute_batch(
                 "DROP TABLE samples; DROP TABLE series;
+                 DROP TABLE telegram_state; DROP TABLE telegram_inbox;
+                 DROP TABLE telegram_users; DROP TABLE telegram_pairing;
                  CREATE TABLE readings (id INTEGER PRIMARY KEY, sensor TEXT NOT NULL,
                      quantity TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL, at TEXT NOT NULL);
                  INSERT INTO readings (sensor, quantity, value, unit, at) VALUES
