@@ -762,3 +762,88 @@ fn audit(dir: &Path, tool: &str) -> Vec<(String, String)> {
         .unwrap();
     rows
 }
+
+#[test]
+fn a_voice_message_is_transcribed_by_the_peer_and_answered() {
+    use covo_tests::broker::{raw, Mosquitto};
+    use rumqttc::v5::mqttbytes::v5::PublishProperties;
+    use rumqttc::v5::mqttbytes::QoS;
+    let broker = Mosquitto::start();
+    // A peer that serves transcribe_audio: its retained birth, and answers on the response
+    // topic with the request's correlation data (docs/peer-protocol.md).
+    let peer = raw(broker.port(), "covo/+/peer/req");
+    peer.client
+        .publish(
+            "covo/peers/fake/status",
+            QoS::AtLeastOnce,
+            true,
+            json!({"status": "online", "version": 1, "tools": ["transcribe_audio"]}).to_string(),
+        )
+        .unwrap();
+    let voice = b"OggS\x00\x02 a short voice note".to_vec();
+    let heard = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+    {
+        let (client, rx, heard) = (peer.client.clone(), peer.rx, heard.clone());
+        std::thread::spawn(move || {
+            use base64::Engine as _;
+            while let Ok(m) = rx.recv() {
+                let req: Value = serde_json::from_slice(&m.payload).unwrap_or(Value::Null);
+                let audio = req["args"]["audio"].as_str().unwrap_or("");
+                let bytes = audio
+                    .strip_prefix("data:audio/ogg;base64,")
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                    .unwrap_or_default();
+                heard.lock().unwrap().push(bytes);
+                let res = m.topic.replace("/peer/req", "/peer/res");
+                let props = PublishProperties {
+                    correlation_data: m.correlation.clone().map(Into::into),
+                    ..Default::default()
+                };
+                let body = json!({"call_id": req["call_id"], "ok": true,
+                                  "result": {"text": "is the fan running?", "language": "en"}});
+                let _ = client.publish_with_properties(
+                    res,
+                    QoS::AtLeastOnce,
+                    false,
+                    body.to_string(),
+                    props,
+                );
+            }
+        });
+    }
+    let fake = FakeBotApi::start(TOKEN);
+    fake.put_file("voice-7", voice.clone());
+    let llm = ScriptedLlm::start(vec![Reply::text("The fan is off.")]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n{}",
+        broker.url(),
+        config(&fake, &[ANN], "")
+    );
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    status
+        .next_on("covo/gateways/gw1/status", LONG)
+        .expect("the gateway's birth");
+    std::thread::sleep(Duration::from_millis(500));
+    fake.push(voice_message(ANN, "Ann", "voice-7", voice.len() as u64));
+    assert!(
+        fake.wait_text(ANN, "The fan is off.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert!(fake.wait_text(ANN, "(heard) is the fan running?", LONG));
+    assert_eq!(
+        *heard.lock().unwrap(),
+        vec![voice],
+        "the peer got the voice file's bytes"
+    );
+    assert!(fake.calls("getFile").len() == 1 && fake.calls("file").len() == 1);
+    assert_eq!(asked(&llm), ["is the fan running?"]);
+    covo.stop();
+    assert_eq!(
+        audit(dir.path(), "transcribe_audio"),
+        [("telegram".to_string(), "ok".to_string())]
+    );
+}
