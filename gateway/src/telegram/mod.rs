@@ -544,8 +544,9 @@ async fn run_row(bot: Arc<Bot>, agent: Arc<tokio::sync::Mutex<Agent>>, row: Inbo
         Ok(true) => {}
         Ok(false) => return,
         Err(e) => {
-            // Without a claim there is no exactly-once: leave it in the inbox for later.
-            tracing::warn!(error = %e, "could not claim a Telegram message; it stays in the inbox");
+            // Without a claim there is no exactly-once: it stays in the inbox, unclaimed, and
+            // runs at the next start.
+            tracing::warn!(error = %e, "could not claim a Telegram message; it waits in the inbox for the next start");
             return;
         }
     }

@@ -220,6 +220,8 @@ fn an_allowed_user_chats_a_stranger_is_refused_once_and_pairs() {
         "{:?}",
         fake.texts_to(ANN)
     );
+    fake.push(text_message(ANN, "Ann", "/start"));
+    assert!(fake.wait_text(ANN, "/new starts a new conversation", LONG));
     fake.push(text_message(ANN, "Ann", "/tools"));
     assert!(fake.wait_text(ANN, "sensor_read", LONG));
     fake.push(text_message(ANN, "Ann", "/usage"));
