@@ -112,19 +112,31 @@ bash tests/edge-smoke.sh "$edge_bin"
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "$edge_bin"
 disk
-# The cross checks' host side is the last thing that needs the debug build.
+# The cross checks' host side and the peer's amd64 package are the last things that need the
+# debug build. The package's packaging, unit and lintian are checked here on the tests' build of
+# covo-peer (PEER_PROFILE=dev, stripped by cargo-deb); the released package is the same with the
+# release profile (`bash tests/package/build.sh`, about 5 minutes more of fat-LTO build).
 bash tests/cross/check.sh --prepare
+echo "== covo-peer's Debian package (amd64, from the tests' build): contents, lintian, unit"
+PACKAGES=peer PEER_PROFILE=dev bash tests/package/build.sh
 export COVO_CROSS_TEST_READY=1
 prune "$target_dir/debug" "$target_dir/$edge_target/edge/deps" "$target_dir/$edge_target/edge/build" \
   "$target_dir/$edge_target/edge/.fingerprint"
-# The gateway's packages reuse each Pi build. The peer's package needs a release build of
-# covo-peer of its own (about 5 minutes more on a clean 2-core machine), which would put a clean
-# CI run near its 30-minute budget: `bash tests/package/build.sh` (PACKAGES="peer") builds it by hand.
+# The gateway's packages reuse each Pi build.
 for pair in aarch64:arm64:aarch64-unknown-linux-musl armv7:armhf:armv7-unknown-linux-gnueabihf; do
   IFS=: read -r cpu pkg triple <<<"$pair"
   echo "== Raspberry Pi build ($cpu) under qemu-user, and its Debian package ($pkg): contents, lintian, units"
   bash tests/cross/check.sh "$cpu"
   PACKAGES=$pkg bash tests/package/build.sh
+  if [ "$cpu" = aarch64 ]; then
+    # covo-peer for an arm64 machine: a quick unoptimised build (pkg-check) proves it runs under
+    # qemu-user beside the aarch64 covo (birth, a plot_series call through the broker), and
+    # its package is checked. The released one is `bash tests/package/build.sh` (release).
+    echo "== covo-peer for arm64 under qemu-user, and its Debian package: contents, lintian, unit"
+    PEER_PROFILE=pkg-check bash tests/cross/check.sh peer-aarch64
+    PACKAGES=peer-arm64 PEER_PROFILE=pkg-check bash tests/package/build.sh
+    prune "$target_dir/cross/$triple/pkg-check"
+  fi
   disk
   prune "$target_dir/cross/$triple/edge/deps" "$target_dir/cross/$triple/edge/build" \
     "$target_dir/cross/$triple/edge/.fingerprint"
