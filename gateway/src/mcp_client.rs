@@ -267,6 +267,15 @@ impl McpClients {
                 tool: spec.name.into(),
                 reason,
             })?;
+        if let Some(live) = lock(&server.live).as_ref() {
+            if !live.iter().any(|t| t == tool) {
+                return Err(ToolError::Unavailable {
+                    tool: spec.name.into(),
+                    reason: format!("MCP server '{}' no longer offers '{tool}'", server.name),
+                }
+                .into());
+            }
+        }
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
@@ -423,6 +432,8 @@ impl Server {
                     .map_err(|e| format!("header '{k}': {e}"))?;
                 config.custom_headers.insert(name, value);
             }
+            // reqwest is built without a default crypto provider: the tree's rustls on ring.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_config(config);
             let service = handler.serve(transport).await.map_err(|e| {
                 crate::secrets::redact_urls_in(&format!("initialization failed: {e}"))

@@ -22,21 +22,39 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// `mcp-server-time` from the tests' venv (`$COVO_TEST_VENV`, default `target/venv-tests`).
-fn time_server() -> McpServerConfig {
+/// A program of the tests' venv (`$COVO_TEST_VENV`, default `target/venv-tests`).
+fn venv_bin(name: &str) -> PathBuf {
     let venv = std::env::var_os("COVO_TEST_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/venv-tests"));
-    let bin = venv.join("bin/mcp-server-time");
+    let bin = venv.join("bin").join(name);
     assert!(
         bin.is_file(),
         "{} is missing: run tests/run-all.sh, or python3 -m venv target/venv-tests && \
          target/venv-tests/bin/pip install -r tests/mcp/requirements.txt",
         bin.display()
     );
+    bin
+}
+
+/// `mcp-server-time` (PyPI) from the tests' venv.
+fn time_server() -> McpServerConfig {
     McpServerConfig {
-        command: Some(bin.display().to_string()),
+        command: Some(venv_bin("mcp-server-time").display().to_string()),
         args: vec!["--local-timezone".into(), "UTC".into()],
+        ..Default::default()
+    }
+}
+
+/// `tests/mcp/changing_server.py` on the official Python SDK: a tool list that changes at run
+/// time and a destructive tool.
+fn changing_server() -> McpServerConfig {
+    McpServerConfig {
+        command: Some(venv_bin("python").display().to_string()),
+        args: vec![workspace()
+            .join("tests/mcp/changing_server.py")
+            .display()
+            .to_string()],
         ..Default::default()
     }
 }
@@ -211,6 +229,64 @@ fn time_tools_are_searchable_deferred_and_called_through_tool_call_and_the_pipel
         "{out}"
     );
     assert!(rt2.mcp_clients().unwrap().server_pid("time").is_some());
+}
+
+#[test]
+fn a_destructive_tool_needs_approval_and_list_changed_refreshes_the_cached_list() {
+    let f = Fixture::new(vec![("chg", changing_server())]);
+    let rt = f.runtime("full");
+    let wipe = rt.lookup("chg__wipe_cache").unwrap();
+    assert_eq!(
+        wipe.effect,
+        covo::spec::Effect::Destructive,
+        "destructiveHint"
+    );
+    assert_eq!(
+        rt.lookup("chg__grow").unwrap().effect,
+        covo::spec::Effect::Write,
+        "no hint: write"
+    );
+    // Nobody approves: refused before the server sees it.
+    let err = tool_call(&rt, "chg__wipe_cache", json!({})).unwrap_err();
+    assert!(err.contains("not approved"), "{err}");
+    // The user on the session's channel approves it.
+    let approved = session().with_approver(Arc::new(covo::runtime::AutoApprove));
+    let out = rt
+        .call(&approved, Via::Direct, "chg__wipe_cache", json!({}))
+        .unwrap();
+    assert!(
+        out["text"].as_str().unwrap().contains("cache wiped"),
+        "{out}"
+    );
+
+    // The server adds a tool and says so: covo relists and rewrites the cache.
+    let out = tool_call(&rt, "chg__grow", json!({"name": "sprout"})).unwrap();
+    assert!(
+        out["text"].as_str().unwrap().contains("added sprout"),
+        "{out}"
+    );
+    let cache = f.home.path().join("mcp/chg.json");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&cache).unwrap().contains("sprout") {
+        assert!(Instant::now() < until, "the cache was never refreshed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The next runtime owns it and finds it; this one keeps the tools it was built with.
+    assert!(rt.lookup("chg__sprout").is_err());
+    let rt2 = f.runtime("full");
+    assert!(rt2.lookup("chg__sprout").is_ok());
+    let found: Vec<&str> = rt2
+        .search_index()
+        .search("grown tool sprout", 5)
+        .iter()
+        .map(|h| h.tool.name)
+        .collect();
+    assert!(found.contains(&"chg__sprout"), "{found:?}");
+    // A fresh server process no longer has it: the call says so rather than failing obscurely.
+    let err = tool_call(&rt2, "chg__sprout", json!({})).unwrap_err();
+    assert!(err.contains("no longer offers 'sprout'"), "{err}");
+    let av = rt2.availability(rt2.lookup("chg__sprout").unwrap());
+    assert!(!av.available && av.reason.unwrap().contains("no longer offers"));
 }
 
 #[derive(Default)]
@@ -480,4 +556,56 @@ fn the_cli_kills_its_servers_when_it_exits() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(survivors.is_empty(), "still running: {survivors:?}");
+}
+
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_is_reached_with_its_headers() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = changing_server().args[0].clone();
+    let _server = Child(
+        std::process::Command::new(venv_bin("python"))
+            .args([&script, "--http", &port.to_string(), "--token", "s3cret"])
+            .spawn()
+            .unwrap(),
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "the HTTP MCP server never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let http = |token: &str| McpServerConfig {
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
+        headers: [("Authorization".to_string(), format!("Bearer {token}"))].into(),
+        timeout_secs: Some(10),
+        ..Default::default()
+    };
+    let f = Fixture::new(vec![("web", http("s3cret"))]);
+    let rt = f.runtime("full");
+    assert_eq!(
+        rt.lookup("web__wipe_cache").unwrap().effect,
+        covo::spec::Effect::Destructive
+    );
+    let out = tool_call(&rt, "web__grow", json!({"name": "leaf"})).unwrap();
+    assert!(
+        out["text"].as_str().unwrap().contains("added leaf"),
+        "{out}"
+    );
+    // Without the right header the server refuses the session: no tools, nothing cached.
+    let g = Fixture::new(vec![("web", http("wrong"))]);
+    let rt = g.runtime("full");
+    assert!(rt.toolsets().get("mcp_web").unwrap().tools.is_empty());
+    assert!(!g.home.path().join("mcp/web.json").exists());
 }
