@@ -796,6 +796,17 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_mcp_example_is_a_valid_config() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Add an MCP server").unwrap()..];
+        let body = &section[section.find("```toml\n").unwrap() + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = Config::parse(body, Path::new("README.md")).unwrap();
+        assert_eq!(c.mcp.servers.len(), 3);
+        assert!(c.mcp.servers["notes"].url.is_some());
+    }
+
+    #[test]
     fn an_unknown_key_is_an_error_that_names_the_line() {
         let err =
             Config::parse("profile = \"edge\"\nprofle = 1\n", Path::new("x.toml")).unwrap_err();
