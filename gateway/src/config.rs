@@ -319,7 +319,8 @@ pub struct McpServerConfig {
     /// HTTP headers sent with every request to `url` (`Authorization = "Bearer …"`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// A call's deadline, and the start-up's, in seconds (default 30).
+    /// A call's deadline in seconds (default 30), from when the server is ready; its start
+    /// may take this long and at least 30 s.
     pub timeout_secs: Option<u64>,
     /// The most text a call returns to the model, in bytes (default 65536); more is cut and
     /// marked `truncated`.

@@ -49,6 +49,14 @@ pub const MAX_CACHE_BYTES: u64 = 4 * 1024 * 1024;
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 /// The longest restart delay.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// The least time a server is given to start and list its tools (a first `npx` may download).
+pub const STARTUP_MIN: Duration = Duration::from_secs(30);
+
+/// How long a server may take to start: its call deadline, and at least [`STARTUP_MIN`].
+fn startup(cfg: &McpServerConfig) -> Duration {
+    cfg.timeout().max(STARTUP_MIN)
+}
+
 /// The most stderr kept from a server for error messages, in bytes.
 const STDERR_TAIL: usize = 512;
 
@@ -178,7 +186,7 @@ impl McpClients {
             let tools = match read_cache(&server.cache, &server.fingerprint) {
                 Some(tools) => tools,
                 None => {
-                    let deadline = Instant::now() + cfg.timeout();
+                    let deadline = Instant::now() + startup(cfg);
                     match clients.ensure(&server, deadline) {
                         Ok(_) => lock(&server.listed).clone(),
                         Err(e) => {
@@ -260,9 +268,8 @@ impl McpClients {
             .into());
         };
         let timeout = server.cfg.timeout();
-        let deadline = Instant::now() + timeout;
         let peer = self
-            .ensure(server, deadline)
+            .ensure(server, Instant::now() + startup(&server.cfg))
             .map_err(|reason| ToolError::Unavailable {
                 tool: spec.name.into(),
                 reason,
@@ -280,7 +287,8 @@ impl McpClients {
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        // The call's own deadline, from when the server is ready.
+        let left = timeout;
         let answer = self.run(
             async move { tokio::time::timeout(left, peer.call_tool(params)).await },
             left + Duration::from_millis(500),
@@ -369,7 +377,7 @@ impl McpClients {
             .unwrap_or_else(|| {
                 Err(format!(
                     "did not start within {} s",
-                    server.cfg.timeout().as_secs()
+                    startup(&server.cfg).as_secs()
                 ))
             });
         let mut st = lock(&server.state);
@@ -601,6 +609,11 @@ fn accept(server: &str, tools: Vec<Tool>) -> Vec<Tool> {
             tracing::warn!(server, tool = %t.name, bytes = schema_len, "MCP tool schema too large; left out");
             continue;
         }
+        // covo validates every call against it: a schema that does not compile is no tool.
+        if let Err(e) = jsonschema::validator_for(&Value::Object((*t.input_schema).clone())) {
+            tracing::warn!(server, tool = %t.name, error = %e, "MCP tool schema does not compile; left out");
+            continue;
+        }
         if let Some(d) = &t.description {
             if d.len() > MAX_DESCRIPTION_BYTES {
                 t.description = Some(cut(d, MAX_DESCRIPTION_BYTES).to_string().into());
@@ -793,10 +806,23 @@ mod tests {
                 tool(json!({"name": "a.b", "inputSchema": {}})),
                 tool(json!({"name": "big", "inputSchema": {"description": big}})),
                 tool(json!({"name": "ok", "description": long, "inputSchema": {}})),
+                tool(json!({"name": "bad", "inputSchema": {"type": 5}})),
             ],
         );
         assert_eq!(got.len(), 1);
         assert!(got[0].description.as_ref().unwrap().len() <= MAX_DESCRIPTION_BYTES);
+    }
+
+    #[test]
+    fn the_cache_is_read_only_for_its_configuration_and_within_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp/s.json");
+        let tools = vec![tool(json!({"name": "a", "inputSchema": {}}))];
+        write_cache(&path, "fp", &tools);
+        assert_eq!(read_cache(&path, "fp").unwrap().len(), 1);
+        assert!(read_cache(&path, "other").is_none());
+        std::fs::write(&path, vec![b' '; MAX_CACHE_BYTES as usize + 1]).unwrap();
+        assert!(read_cache(&path, "fp").is_none());
     }
 
     #[test]

@@ -141,6 +141,7 @@ const PEER_SYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Runtime {
     /// Builds a runtime: prunes the catalog to the profile and checks every toolset resolves.
+    #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
     pub fn new(mut opts: RuntimeOptions) -> Result<Runtime, BuildError> {
         let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
         // External MCP servers' tools join the catalog (from each server's cached list).
