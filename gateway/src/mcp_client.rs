@@ -172,7 +172,7 @@ impl McpClients {
             thread: Some(thread),
         };
         for (name, cfg) in servers {
-            let server = Arc::new(Server {
+            clients.servers.push(Arc::new(Server {
                 name: name.clone(),
                 cfg: cfg.clone(),
                 cache: home.join("mcp").join(format!("{name}.json")),
@@ -182,30 +182,45 @@ impl McpClients {
                 live: Arc::new(Mutex::new(None)),
                 stderr: Arc::new(Mutex::new(String::new())),
                 listed: Mutex::new(Vec::new()),
-            });
-            let tools = match read_cache(&server.cache, &server.fingerprint) {
-                Some(tools) => tools,
-                None => {
-                    let deadline = Instant::now() + startup(cfg);
-                    match clients.ensure(&server, deadline) {
-                        Ok(_) => lock(&server.listed).clone(),
-                        Err(e) => {
-                            tracing::warn!(server = %name, error = %e, "MCP server not listed: it has no tools until it is");
-                            Vec::new()
+            }));
+        }
+        // Servers without a cached list are started to list their tools, all at once, so a
+        // slow or broken one costs its own start-up deadline once, not once per server.
+        let lists: Vec<Vec<Tool>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = clients
+                .servers
+                .iter()
+                .map(|server| {
+                    let clients = &clients;
+                    scope.spawn(move || {
+                        if let Some(tools) = read_cache(&server.cache, &server.fingerprint) {
+                            return tools;
                         }
-                    }
-                }
-            };
-            let index = clients.servers.len();
+                        let deadline = Instant::now() + startup(&server.cfg);
+                        match clients.ensure(server, deadline) {
+                            Ok(_) => lock(&server.listed).clone(),
+                            Err(e) => {
+                                tracing::warn!(server = %server.name, error = %e, "MCP server not listed: it has no tools until it is");
+                                Vec::new()
+                            }
+                        }
+                    })
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().unwrap_or_default())
+                .collect()
+        });
+        for (index, tools) in lists.into_iter().enumerate() {
+            let name = clients.servers[index].name.clone();
             for tool in tools {
-                if let Some(def) = intern(name, &tool) {
+                if let Some(def) = intern(&name, &tool) {
                     clients
                         .routes
                         .insert(def.spec.name, (index, tool.name.to_string()));
                     clients.defs.push(def);
                 }
             }
-            clients.servers.push(server);
         }
         Some(clients)
     }
@@ -477,10 +492,7 @@ impl Server {
 
     fn fail(&self, st: &mut State, error: String) {
         st.failures = st.failures.saturating_add(1);
-        let delay = BACKOFF_FIRST
-            .saturating_mul(1u32 << (st.failures - 1).min(6))
-            .min(BACKOFF_MAX);
-        st.retry_at = Some(Instant::now() + delay);
+        st.retry_at = Some(Instant::now() + backoff(st.failures));
         st.last_error = Some(error);
     }
 
@@ -493,6 +505,13 @@ impl Server {
             format!("{e}; stderr: {tail}")
         }
     }
+}
+
+/// The wait before the next start after `failures` consecutive failures (at least 1).
+fn backoff(failures: u32) -> Duration {
+    BACKOFF_FIRST
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(6))
+        .min(BACKOFF_MAX)
 }
 
 /// Forwards a server's stderr to the log and keeps its last bytes for error messages.
@@ -823,6 +842,13 @@ mod tests {
         assert!(read_cache(&path, "other").is_none());
         std::fs::write(&path, vec![b' '; MAX_CACHE_BYTES as usize + 1]).unwrap();
         assert!(read_cache(&path, "fp").is_none());
+    }
+
+    #[test]
+    fn the_restart_backoff_doubles_up_to_a_minute() {
+        let secs: Vec<u64> = (1..=9).map(|f| backoff(f).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
     }
 
     #[test]

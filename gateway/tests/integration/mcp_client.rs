@@ -495,20 +495,28 @@ fn a_pruning_profile_hides_them_from_search_and_calls() {
 }
 
 #[test]
-fn a_server_that_cannot_start_says_why_and_leaves_an_empty_toolset() {
-    let f = Fixture::new(vec![(
-        "ghost",
-        McpServerConfig {
-            command: Some("/nonexistent/mcp-server".into()),
-            timeout_secs: Some(5),
-            ..Default::default()
-        },
-    )]);
+fn a_server_that_cannot_start_leaves_an_empty_toolset_and_the_others_work() {
+    let f = Fixture::new(vec![
+        (
+            "ghost",
+            McpServerConfig {
+                command: Some("/nonexistent/mcp-server".into()),
+                timeout_secs: Some(5),
+                ..Default::default()
+            },
+        ),
+        ("time", time_server()),
+    ]);
     let rt = f.runtime("full");
     assert!(rt.toolsets().get("mcp_ghost").unwrap().tools.is_empty());
     assert!(!search(&rt, "ghost")
         .iter()
         .any(|n| n.starts_with("ghost__")));
+    assert!(!f.home.path().join("mcp/ghost.json").exists());
+    // The other server was listed beside it and answers.
+    assert_eq!(rt.toolsets().get("mcp_time").unwrap().tools.len(), 2);
+    let out = tool_call(&rt, "time__get_current_time", json!({"timezone": "UTC"})).unwrap();
+    assert!(out["text"].as_str().unwrap().contains("UTC"), "{out}");
 }
 
 #[test]
