@@ -123,7 +123,7 @@ struct Handler {
 
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        match context.peer.list_all_tools().await {
+        match list_tools(&context.peer).await {
             Ok(tools) => {
                 let accepted = accept(&self.server, tools);
                 *lock(&self.live) = Some(accepted.iter().map(|t| t.name.to_string()).collect());
@@ -465,9 +465,7 @@ impl Server {
         } else {
             return Err("neither `command` nor `url` is set".into());
         };
-        let tools = service
-            .peer()
-            .list_all_tools()
+        let tools = list_tools(service.peer())
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
         let accepted = accept(&self.name, tools);
@@ -505,6 +503,30 @@ impl Server {
             format!("{e}; stderr: {tail}")
         }
     }
+}
+
+/// The most `tools/list` pages read from one server.
+pub const MAX_LIST_PAGES: usize = 16;
+
+/// A server's tools, page by page, reading at most [`MAX_LIST_PAGES`] pages and stopping once
+/// there are more than [`accept`] could take (rmcp's own `list_all_tools` follows cursors
+/// without end).
+async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Tool>, rmcp::ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let page = peer
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+            .await?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() || tools.len() > 2 * MAX_TOOLS_PER_SERVER {
+            break;
+        }
+    }
+    Ok(tools)
 }
 
 /// The wait before the next start after `failures` consecutive failures (at least 1).
