@@ -3,14 +3,27 @@
 (`notifications/tools/list_changed`) and one tool is annotated destructive.
 Runs over stdio: `python changing_server.py`; or over streamable HTTP on 127.0.0.1:
 `python changing_server.py --http PORT --token TOKEN` (every request must carry
-`Authorization: Bearer TOKEN`, else 401)."""
+`Authorization: Bearer TOKEN`, else 401); or, with `--endless-pages`, as a server whose
+`tools/list` never ends (every page has a next cursor), over stdio."""
 
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import ListToolsResult, ToolAnnotations
 
-server = MCPServer("changing")
+
+class EndlessPages(MCPServer):
+    """Every tools/list page names the next one: a client must stop on its own."""
+
+    async def _handle_list_tools(self, ctx, params):
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        tools = [
+            t.model_copy(update={"name": f"p{page}_{t.name}"}) for t in await self.list_tools()
+        ]
+        return ListToolsResult(tools=tools, next_cursor=str(page + 1))
+
+
+server = (EndlessPages if "--endless-pages" in sys.argv else MCPServer)("changing")
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))

@@ -566,6 +566,27 @@ fn the_cli_kills_its_servers_when_it_exits() {
     assert!(survivors.is_empty(), "still running: {survivors:?}");
 }
 
+#[test]
+fn a_tool_list_that_never_ends_is_read_to_its_page_limit() {
+    let mut endless = changing_server();
+    endless.args.push("--endless-pages".into());
+    let f = Fixture::new(vec![("endless", endless)]);
+    let started = Instant::now();
+    let rt = f.runtime("full");
+    let tools = &rt.toolsets().get("mcp_endless").unwrap().tools;
+    // Two tools a page, 16 pages, then covo stops asking.
+    assert_eq!(
+        tools.len(),
+        2 * covo::mcp_client::MAX_LIST_PAGES,
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"endless__p15_grow".to_string()),
+        "{tools:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
 struct Child(std::process::Child);
 
 impl Drop for Child {
