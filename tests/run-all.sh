@@ -74,6 +74,25 @@ if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; th
 fi
 python3 -c 'import paho.mqtt.client' \
   || { echo "run-all: paho-mqtt (python3) is missing and could not be installed" >&2; exit 1; }
+# MCP (issue 16): the gateway's MCP tests run real third-party MCP parts. Python ones
+# (tests/mcp/requirements.txt: the official SDK `mcp`, `mcp-server-time`) go in a venv,
+# target/venv-tests ($COVO_TEST_VENV tells the tests where); npm ones
+# (tests/mcp/package.json + package-lock.json: @modelcontextprotocol/server-everything) in
+# tests/mcp/node_modules through `npm ci`. node and npm come from Debian when missing.
+if ! need node || ! need npm; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm
+fi
+need node && need npm || { echo "run-all: node and npm are missing and could not be installed" >&2; exit 1; }
+export COVO_TEST_VENV=${COVO_TEST_VENV:-$PWD/target/venv-tests}
+if [ ! -x "$COVO_TEST_VENV/bin/python" ]; then
+  python3 -m venv "$COVO_TEST_VENV" \
+    || { echo "run-all: python3 -m venv failed (apt-get install python3-venv)" >&2; exit 1; }
+fi
+"$COVO_TEST_VENV/bin/pip" install --quiet -r tests/mcp/requirements.txt \
+  || { echo "run-all: pip install -r tests/mcp/requirements.txt failed" >&2; exit 1; }
+(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error) \
+  || { echo "run-all: npm ci in tests/mcp failed" >&2; exit 1; }
 # zig and cargo-zigbuild come from PyPI (Debian's Python refuses a plain pip install: PEP 668).
 if ! need cargo-zigbuild || ! python3 -c 'import ziglang' 2>/dev/null; then
   python3 -m pip install -q ziglang cargo-zigbuild 2>/dev/null \
