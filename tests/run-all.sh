@@ -74,6 +74,25 @@ if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; th
 fi
 python3 -c 'import paho.mqtt.client' \
   || { echo "run-all: paho-mqtt (python3) is missing and could not be installed" >&2; exit 1; }
+# MCP (issue 16): the gateway's MCP tests run real third-party MCP parts. Python ones
+# (tests/mcp/requirements.txt: the official SDK `mcp`, `mcp-server-time`) go in a venv,
+# target/venv-tests ($COVO_TEST_VENV tells the tests where); npm ones
+# (tests/mcp/package.json + package-lock.json: @modelcontextprotocol/server-everything) in
+# tests/mcp/node_modules through `npm ci`. node and npm come from Debian when missing.
+if ! need node || ! need npm; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm
+fi
+need node && need npm || { echo "run-all: node and npm are missing and could not be installed" >&2; exit 1; }
+export COVO_TEST_VENV=${COVO_TEST_VENV:-$PWD/target/venv-tests}
+if [ ! -x "$COVO_TEST_VENV/bin/python" ]; then
+  python3 -m venv "$COVO_TEST_VENV" \
+    || { echo "run-all: python3 -m venv failed (apt-get install python3-venv)" >&2; exit 1; }
+fi
+"$COVO_TEST_VENV/bin/pip" install --quiet -r tests/mcp/requirements.txt \
+  || { echo "run-all: pip install -r tests/mcp/requirements.txt failed" >&2; exit 1; }
+(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error) \
+  || { echo "run-all: npm ci in tests/mcp failed" >&2; exit 1; }
 # zig and cargo-zigbuild come from PyPI (Debian's Python refuses a plain pip install: PEP 668).
 if ! need cargo-zigbuild || ! python3 -c 'import ziglang' 2>/dev/null; then
   python3 -m pip install -q ziglang cargo-zigbuild 2>/dev/null \
@@ -98,7 +117,7 @@ echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== clippy (covo-peer without default features: no code graph)"
 cargo clippy -p covo-peer --no-default-features --all-targets -- -D warnings
-echo "== clippy (covo-gateway without default features: no telegram)"
+echo "== clippy (covo-gateway without default features: no mcp, no telegram)"
 cargo clippy -p covo-gateway --no-default-features --all-targets -- -D warnings
 disk
 echo "== firmware"
@@ -114,19 +133,31 @@ bash tests/edge-smoke.sh "$edge_bin"
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "$edge_bin"
 disk
-# The cross checks' host side is the last thing that needs the debug build.
+# The cross checks' host side and the peer's amd64 package are the last things that need the
+# debug build. The package's packaging, unit and lintian are checked here on the tests' build of
+# covo-peer (PEER_PROFILE=dev, stripped by cargo-deb); the released package is the same with the
+# release profile (`bash tests/package/build.sh`, about 5 minutes more of fat-LTO build).
 bash tests/cross/check.sh --prepare
+echo "== covo-peer's Debian package (amd64, from the tests' build): contents, lintian, unit"
+PACKAGES=peer PEER_PROFILE=dev bash tests/package/build.sh
 export COVO_CROSS_TEST_READY=1
 prune "$target_dir/debug" "$target_dir/$edge_target/edge/deps" "$target_dir/$edge_target/edge/build" \
   "$target_dir/$edge_target/edge/.fingerprint"
-# The gateway's packages reuse each Pi build. The peer's package needs a release build of
-# covo-peer of its own (about 5 minutes more on a clean 2-core machine), which would put a clean
-# CI run near its 30-minute budget: `bash tests/package/build.sh` (PACKAGES="peer") builds it by hand.
+# The gateway's packages reuse each Pi build.
 for pair in aarch64:arm64:aarch64-unknown-linux-musl armv7:armhf:armv7-unknown-linux-gnueabihf; do
   IFS=: read -r cpu pkg triple <<<"$pair"
   echo "== Raspberry Pi build ($cpu) under qemu-user, and its Debian package ($pkg): contents, lintian, units"
   bash tests/cross/check.sh "$cpu"
   PACKAGES=$pkg bash tests/package/build.sh
+  if [ "$cpu" = aarch64 ]; then
+    # covo-peer for an arm64 machine: a quick unoptimised build (pkg-check) proves it runs under
+    # qemu-user beside the aarch64 covo (birth, a plot_series call through the broker), and
+    # its package is checked. The released one is `bash tests/package/build.sh` (release).
+    echo "== covo-peer for arm64 under qemu-user, and its Debian package: contents, lintian, unit"
+    PEER_PROFILE=pkg-check bash tests/cross/check.sh peer-aarch64
+    PACKAGES=peer-arm64 PEER_PROFILE=pkg-check bash tests/package/build.sh
+    prune "$target_dir/cross/$triple/pkg-check"
+  fi
   disk
   prune "$target_dir/cross/$triple/edge/deps" "$target_dir/cross/$triple/edge/build" \
     "$target_dir/cross/$triple/edge/.fingerprint"

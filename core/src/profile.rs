@@ -85,8 +85,20 @@ pub fn resolve(
     name: &str,
     user: &BTreeMap<String, ProfileConfig>,
 ) -> Result<Owned, ProfileError> {
+    resolve_with(catalog, name, user, &[])
+}
+
+/// Like [`resolve`], for a catalog that also holds the tools of these external (MCP) servers,
+/// named `SERVER__tool`. Their tool lists may not be known yet (a server that never started),
+/// so a pattern for a server's tools (`SERVER__*`, `SERVER__name`) is never a dead pattern.
+pub fn resolve_with(
+    catalog: &[&'static ToolSpec],
+    name: &str,
+    user: &BTreeMap<String, ProfileConfig>,
+    external: &[String],
+) -> Result<Owned, ProfileError> {
     let mut chain = Vec::new();
-    let tools = resolve_inner(catalog, name, user, &mut chain)?;
+    let tools = resolve_inner(catalog, name, user, external, &mut chain)?;
     Ok(Owned {
         profile: name.to_string(),
         tools,
@@ -97,6 +109,7 @@ fn resolve_inner(
     catalog: &[&'static ToolSpec],
     name: &str,
     user: &BTreeMap<String, ProfileConfig>,
+    external: &[String],
     chain: &mut Vec<String>,
 ) -> Result<Vec<&'static ToolSpec>, ProfileError> {
     if chain.iter().any(|c| c == name) {
@@ -121,13 +134,17 @@ fn resolve_inner(
     };
     chain.push(name.to_string());
     let base = cfg.base.as_deref().unwrap_or("minimal");
-    let mut owned = resolve_inner(catalog, base, user, chain)?;
+    let mut owned = resolve_inner(catalog, base, user, external, chain)?;
     chain.pop();
     let patterns = |list: &[String]| -> Result<Vec<WildMatch>, ProfileError> {
         list.iter()
             .map(|p| {
                 let m = WildMatch::new(p);
-                if catalog.iter().any(|t| m.matches(t.name)) {
+                let external_match = external.iter().any(|s| {
+                    let prefix = format!("{s}__");
+                    p.starts_with(&prefix) || m.matches(&prefix)
+                });
+                if external_match || catalog.iter().any(|t| m.matches(t.name)) {
                     Ok(m)
                 } else {
                     Err(ProfileError::NoMatch {
@@ -215,6 +232,19 @@ mod tests {
         user.insert("b".into(), profile("a", &[], &["gpio_write"]));
         let b = resolve(&cat, "b", &user).unwrap();
         assert!(b.owns("gpio_read") && !b.owns("gpio_write") && b.owns("todo_write"));
+    }
+
+    #[test]
+    fn a_pattern_for_an_external_servers_tools_is_never_dead() {
+        let cat = catalog();
+        let mut user = BTreeMap::new();
+        user.insert("t".into(), profile("edge", &[], &["time__*"]));
+        assert!(resolve(&cat, "t", &user).is_err());
+        let ext = ["time".to_string()];
+        let t = resolve_with(&cat, "t", &user, &ext).unwrap();
+        assert!(t.owns("i2c_scan"));
+        user.insert("u".into(), profile("edge", &["timer__*"], &[]));
+        assert!(resolve_with(&cat, "u", &user, &ext).is_err());
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct ToolsetConfig {
     pub includes: Vec<String>,
 }
 
+/// The prefix of an external (MCP) server's basic toolset: `mcp_SERVER`.
+pub const MCP_TOOLSET_PREFIX: &str = "mcp_";
+
 /// The built-in composite toolsets and what they include, in order.
 pub const COMPOSITES: &[(&str, &[&str])] = &[
     (
@@ -139,6 +142,17 @@ impl Toolsets {
         catalog: &[&'static ToolSpec],
         user: &BTreeMap<String, ToolsetConfig>,
     ) -> Result<Toolsets, ToolsetError> {
+        Self::new_with(catalog, user, &[])
+    }
+
+    /// Like [`Toolsets::new`], with the external (MCP) servers of the configuration: each has a
+    /// basic toolset `mcp_SERVER` (empty while its tools are unknown), and a user toolset may
+    /// list a tool `SERVER__name` whether or not it is known yet.
+    pub fn new_with(
+        catalog: &[&'static ToolSpec],
+        user: &BTreeMap<String, ToolsetConfig>,
+        external: &[String],
+    ) -> Result<Toolsets, ToolsetError> {
         let mut ts = Toolsets {
             sets: BTreeMap::new(),
             order: Vec::new(),
@@ -157,6 +171,17 @@ impl Toolsets {
                 set.tools.push(t.name.to_string());
             }
         }
+        for server in external {
+            let name = format!("{MCP_TOOLSET_PREFIX}{server}");
+            if !ts.sets.contains_key(&name) {
+                ts.insert(Toolset {
+                    name,
+                    kind: Kind::Basic,
+                    tools: Vec::new(),
+                    includes: Vec::new(),
+                });
+            }
+        }
         for (name, includes) in COMPOSITES {
             ts.insert(Toolset {
                 name: name.to_string(),
@@ -169,10 +194,16 @@ impl Toolsets {
             if ts.sets.contains_key(name) {
                 return Err(ToolsetError::Redefined(name.clone()));
             }
+            let external_tool = |n: &str| {
+                external.iter().any(|s| {
+                    n.strip_prefix(s.as_str())
+                        .is_some_and(|r| r.starts_with("__"))
+                })
+            };
             if let Some(bad) = cfg
                 .tools
                 .iter()
-                .find(|n| !catalog.iter().any(|t| t.name == n.as_str()))
+                .find(|n| !catalog.iter().any(|t| t.name == n.as_str()) && !external_tool(n))
             {
                 return Err(ToolsetError::UnknownTool {
                     toolset: name.clone(),
@@ -353,6 +384,28 @@ mod tests {
         // Overlapping composites do not duplicate: edge already includes core.
         let both = ts.resolve(&["edge", "core"]).unwrap();
         assert_eq!(both.len(), 40);
+    }
+
+    #[test]
+    fn an_external_server_has_its_basic_toolset_even_before_its_tools_are_known() {
+        let ext = ["time".to_string()];
+        let ts = Toolsets::new_with(
+            &catalog(),
+            &user(&[("clock", &["time__now"], &["mcp_time", "core"])]),
+            &ext,
+        )
+        .unwrap();
+        assert_eq!(ts.get("mcp_time").unwrap().kind, Kind::Basic);
+        assert!(ts
+            .resolve(&["clock"])
+            .unwrap()
+            .contains(&"time__now".to_string()));
+        assert!(
+            Toolsets::new(&catalog(), &user(&[("c", &[], &["mcp_time"])]))
+                .unwrap()
+                .validate()
+                .is_err()
+        );
     }
 
     #[test]

@@ -314,6 +314,109 @@ pub struct TelegramConfig {
     pub edit_every_ms: Option<u64>,
 }
 
+/// MCP (`[mcp]`): the external MCP servers whose tools covo owns (`[mcp.servers.NAME]`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// External MCP servers by name (`[a-z0-9_-]`, no `__`): their tools become `NAME__tool`
+    /// in the basic toolset `mcp_NAME`.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One external MCP server (`[mcp.servers.NAME]`): a command run as a child process over
+/// stdio, or a streamable HTTP `url`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to run (stdio transport).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables added to covo's for the program.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory (default: covo's).
+    pub cwd: Option<PathBuf>,
+    /// The server's streamable HTTP endpoint (instead of `command`).
+    pub url: Option<String>,
+    /// HTTP headers sent with every request to `url` (`Authorization = "Bearer …"`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A call's deadline in seconds (default 30), from when the server is ready; its start
+    /// may take this long and at least 30 s.
+    pub timeout_secs: Option<u64>,
+    /// The most text a call returns to the model, in bytes (default 65536); more is cut and
+    /// marked `truncated`.
+    pub max_output_bytes: Option<usize>,
+}
+
+impl McpServerConfig {
+    /// The call deadline.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_secs.unwrap_or(30))
+    }
+
+    /// The output cap in bytes.
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes.unwrap_or(64 * 1024)
+    }
+}
+
+/// What is wrong with an MCP server's name or table, if anything.
+pub fn mcp_server_problem(name: &str, s: &McpServerConfig) -> Option<(&'static str, String)> {
+    if name.is_empty()
+        || name.len() > 32
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        || name.contains("__")
+    {
+        return Some((
+            "",
+            format!("MCP server name '{name}': use 1 to 32 of a-z, 0-9, _ and -, without '__'"),
+        ));
+    }
+    match (&s.command, &s.url) {
+        (Some(_), Some(_)) => {
+            return Some((
+                "url",
+                "give either `command` (stdio) or `url` (HTTP), not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Some((
+                "",
+                "give `command` (stdio) or `url` (streamable HTTP)".into(),
+            ))
+        }
+        (Some(c), None) if c.trim().is_empty() => {
+            return Some(("command", "`command` is empty".into()))
+        }
+        (Some(_), None) if !s.headers.is_empty() => {
+            return Some(("headers", "`headers` go with `url`, not `command`".into()))
+        }
+        (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => {
+            return Some(("url", "`url` must start with http:// or https://".into()))
+        }
+        (None, Some(_)) if !s.args.is_empty() || !s.env.is_empty() || s.cwd.is_some() => {
+            return Some((
+                "url",
+                "`args`, `env` and `cwd` go with `command`, not `url`".into(),
+            ))
+        }
+        _ => {}
+    }
+    if matches!(s.timeout_secs, Some(0) | Some(3601..)) {
+        return Some(("timeout_secs", "between 1 and 3600 seconds".into()));
+    }
+    if matches!(s.max_output_bytes, Some(0..=255) | Some(16_777_217..)) {
+        return Some(("max_output_bytes", "between 256 and 16777216 bytes".into()));
+    }
+    None
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -371,6 +474,9 @@ pub struct Config {
     /// Retention of the growing tables.
     #[serde(default)]
     pub store: StoreConfig,
+    /// `[mcp]`: external MCP servers as tools.
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// Telegram chat; `None` means no bot.
     pub telegram: Option<TelegramConfig>,
     /// Where the configuration came from, if a file.
@@ -421,6 +527,16 @@ impl Config {
         let fail = |path: Vec<Seg>, message: String| Err((path.clone(), dotted(&path), message));
         let catalog: Vec<&'static covo_core::spec::ToolSpec> = covo_core::catalog::all().collect();
         let index_of = |list: &[String], item: &str| list.iter().position(|x| x == item);
+        let servers: Vec<String> = self.mcp.servers.keys().cloned().collect();
+        for (name, server) in &self.mcp.servers {
+            if let Some((field, message)) = mcp_server_problem(name, server) {
+                let mut path = vec![key("mcp"), key("servers"), key(name)];
+                if !field.is_empty() {
+                    path.push(key(field));
+                }
+                return fail(path, message);
+            }
+        }
 
         if let Some(p) = &self.platform {
             let builtin = PLATFORM_DEFAULTS.iter().any(|(name, _)| name == p);
@@ -444,7 +560,7 @@ impl Config {
             |name: &str| prof::BUILTIN.contains(&name) || self.profiles.contains_key(name);
         if let Some(p) = &self.profile {
             if !is_profile(p) {
-                let e = prof::resolve(&catalog, p, &self.profiles).err();
+                let e = prof::resolve_with(&catalog, p, &self.profiles, &servers).err();
                 return fail(
                     vec![key("profile")],
                     e.map_or_else(|| format!("unknown profile '{p}'"), |e| e.to_string()),
@@ -458,13 +574,13 @@ impl Config {
                 p
             };
             if let Some(base) = cfg.base.as_deref().filter(|b| !is_profile(b)) {
-                let e = prof::resolve(&catalog, base, &self.profiles).err();
+                let e = prof::resolve_with(&catalog, base, &self.profiles, &servers).err();
                 return fail(
                     here(&[key("base")]),
                     e.map_or_else(|| format!("unknown profile '{base}'"), |e| e.to_string()),
                 );
             }
-            match prof::resolve(&catalog, name, &self.profiles) {
+            match prof::resolve_with(&catalog, name, &self.profiles, &servers) {
                 Ok(_) => {}
                 Err(e @ ProfileError::Cycle(_)) => {
                     // The chain ends with the name that repeats: its `base` starts the loop.
@@ -494,7 +610,7 @@ impl Config {
             }
         }
 
-        let toolsets = match Toolsets::new(&catalog, &self.toolsets) {
+        let toolsets = match Toolsets::new_with(&catalog, &self.toolsets, &servers) {
             Ok(t) => t,
             Err(e) => {
                 let path = match &e {
@@ -708,6 +824,17 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_mcp_example_is_a_valid_config() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## Add an MCP server").unwrap()..];
+        let body = &section[section.find("```toml\n").unwrap() + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let c = Config::parse(body, Path::new("README.md")).unwrap();
+        assert_eq!(c.mcp.servers.len(), 3);
+        assert!(c.mcp.servers["notes"].url.is_some());
+    }
+
+    #[test]
     fn an_unknown_key_is_an_error_that_names_the_line() {
         let err =
             Config::parse("profile = \"edge\"\nprofle = 1\n", Path::new("x.toml")).unwrap_err();
@@ -795,6 +922,36 @@ mod tests {
             "\n[toolsets.edge]\ntools = [\"gpio_read\"]\n",
             2,
             "`toolsets.edge`",
+        );
+    }
+
+    #[test]
+    fn mcp_servers_are_checked_and_their_tools_may_be_named_before_they_are_known() {
+        let c = Config::parse(
+            "profile = \"lab\"\n[profiles.lab]\nbase = \"edge\"\nallow = [\"time__*\"]\n\
+             [toolsets.clock]\nincludes = [\"mcp_time\"]\n\
+             [mcp.servers.time]\ncommand = \"python3\"\nargs = [\"-m\", \"mcp_server_time\"]\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.mcp.servers["time"].args, ["-m", "mcp_server_time"]);
+        assert_eq!(c.mcp.servers["time"].timeout().as_secs(), 30);
+        let msg = refused(
+            "[mcp.servers.a__b]\ncommand = \"x\"\n",
+            1,
+            "`mcp.servers.a__b`",
+        );
+        assert!(msg.contains("without '__'"), "{msg}");
+        refused(
+            "[mcp.servers.t]\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+            3,
+            "`mcp.servers.t.url`",
+        );
+        refused("[mcp.servers.t]\nargs = [\"x\"]\n", 1, "`mcp.servers.t`");
+        refused(
+            "[mcp.servers.t]\ncommand = \"x\"\ntimeout_secs = 0\n",
+            3,
+            "`mcp.servers.t.timeout_secs`",
         );
     }
 

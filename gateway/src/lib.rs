@@ -22,6 +22,7 @@
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
 //! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
 //! - `user_io`: the terminal as a channel.
+//! - `mcp_client`: external MCP servers' tools as owned tools (`[mcp.servers.NAME]`).
 //! - `telegram`: chat from Telegram inside `covo run` (cargo feature `telegram`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -40,6 +41,8 @@ pub mod hooks;
 pub mod link;
 pub mod llm;
 pub mod logging;
+#[cfg(feature = "mcp")]
+pub mod mcp_client;
 pub mod policy;
 pub mod runtime;
 pub mod schema;

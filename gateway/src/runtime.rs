@@ -122,6 +122,11 @@ pub struct Runtime {
     search: OnceLock<SearchIndex>,
     peer: OnceLock<Option<crate::link::PeerLink>>,
     local_peer: Option<LocalPeer>,
+    /// The external MCP servers (`[mcp.servers]`), when any is configured.
+    #[cfg(feature = "mcp")]
+    mcp: Option<crate::mcp_client::McpClients>,
+    /// Every external MCP tool known, owned or not (to tell "not in profile" from "unknown").
+    external: Vec<&'static ToolSpec>,
 }
 
 /// The swarm tools: they need the broker like the `mqtt` toolset does.
@@ -136,15 +141,35 @@ const PEER_SYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Runtime {
     /// Builds a runtime: prunes the catalog to the profile and checks every toolset resolves.
-    pub fn new(opts: RuntimeOptions) -> Result<Runtime, BuildError> {
+    #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+    pub fn new(mut opts: RuntimeOptions) -> Result<Runtime, BuildError> {
+        let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
+        // External MCP servers' tools join the catalog (from each server's cached list).
+        let servers: Vec<String> = opts.config.mcp.servers.keys().cloned().collect();
+        #[cfg(feature = "mcp")]
+        let mcp = crate::mcp_client::McpClients::new(&opts.config.mcp.servers, &home);
+        #[cfg(feature = "mcp")]
+        if let Some(m) = &mcp {
+            opts.tools.extend(m.defs().iter().copied());
+        }
+        #[cfg(not(feature = "mcp"))]
+        if !servers.is_empty() {
+            tracing::warn!("[mcp.servers] ignored: this covo is built without the `mcp` feature");
+        }
+        let external: Vec<&'static ToolSpec> = opts
+            .tools
+            .iter()
+            .filter(|d| matches!(d.exec, Exec::Mcp))
+            .map(|d| d.spec)
+            .collect();
         let catalog: Vec<&'static ToolSpec> = opts.tools.iter().map(|d| d.spec).collect();
         let profile = opts
             .profile
             .clone()
             .or_else(|| opts.config.profile.clone())
             .unwrap_or_else(|| "full".into());
-        let owned = profile::resolve(&catalog, &profile, &opts.config.profiles)?;
-        let toolsets = Toolsets::new(&catalog, &opts.config.toolsets)?;
+        let owned = profile::resolve_with(&catalog, &profile, &opts.config.profiles, &servers)?;
+        let toolsets = Toolsets::new_with(&catalog, &opts.config.toolsets, &servers)?;
         toolsets.validate()?;
         let mut policies: Vec<Box<dyn Policy>> = Vec::new();
         if opts.config.policy.read_only {
@@ -184,7 +209,6 @@ impl Runtime {
         ];
         hooks.extend(opts.hooks);
         hooks.push(Box::new(ApprovalHook::new(opts.approver)));
-        let home = opts.home.clone().unwrap_or_else(|| opts.config.home_dir());
         let defs = opts
             .tools
             .iter()
@@ -206,6 +230,9 @@ impl Runtime {
             search: OnceLock::new(),
             peer: OnceLock::new(),
             local_peer: opts.local_peer,
+            #[cfg(feature = "mcp")]
+            mcp,
+            external,
         })
     }
 
@@ -326,6 +353,13 @@ impl Runtime {
                     Err(reason) => Availability::no(reason),
                 },
             };
+        }
+        if let Exec::Mcp = def.exec {
+            #[cfg(feature = "mcp")]
+            if let Some(mcp) = &self.mcp {
+                return mcp.availability(spec);
+            }
+            return def.availability(&self.config);
         }
         let av = def.availability(&self.config);
         if !av.available {
@@ -535,6 +569,7 @@ impl Runtime {
         let outcome = match def.exec {
             Exec::Local(exec) => exec(&cx, args.clone()),
             Exec::Peer => self.call_peer(spec, args.clone()),
+            Exec::Mcp => self.call_mcp(spec, args.clone()),
             Exec::Missing => unreachable!("refused above"),
         };
         for h in &self.hooks {
@@ -568,12 +603,32 @@ impl Runtime {
         )?)
     }
 
+    /// Runs an external MCP server's tool (`[mcp.servers]`).
+    fn call_mcp(&self, spec: &'static ToolSpec, args: Value) -> Result<Value, CallError> {
+        #[cfg(feature = "mcp")]
+        if let Some(mcp) = &self.mcp {
+            return mcp.call(spec, args);
+        }
+        let _ = args;
+        Err(ToolError::Unavailable {
+            tool: spec.name.into(),
+            reason: "no MCP client in this runtime".into(),
+        }
+        .into())
+    }
+
+    /// The external MCP servers' clients, when any server is configured.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_clients(&self) -> Option<&crate::mcp_client::McpClients> {
+        self.mcp.as_ref()
+    }
+
     /// The owned tool called `name`, or the structured error that explains why there is none.
     pub fn lookup(&self, name: &str) -> Result<&'static ToolSpec, ToolError> {
         if let Some(def) = self.owned.get(name) {
             return Ok(def);
         }
-        if catalog::find(name).is_some() {
+        if catalog::find(name).is_some() || self.external.iter().any(|t| t.name == name) {
             return Err(ToolError::NotInProfile {
                 tool: name.into(),
                 profile: self.owned.profile.clone(),

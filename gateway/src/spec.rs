@@ -27,6 +27,9 @@ pub enum Exec {
     Peer,
     /// Not implemented yet: registered, listed as unavailable, never sent to the model.
     Missing,
+    /// A tool of an external MCP server (`[mcp.servers.NAME]`, `mcp_client`): called on that
+    /// server; available while the server runs or can be started.
+    Mcp,
 }
 
 impl std::fmt::Debug for Exec {
@@ -35,6 +38,7 @@ impl std::fmt::Debug for Exec {
             Exec::Local(_) => f.write_str("Local"),
             Exec::Peer => f.write_str("Peer"),
             Exec::Missing => f.write_str("Missing"),
+            Exec::Mcp => f.write_str("Mcp"),
         }
     }
 }
@@ -69,6 +73,16 @@ impl ToolDef {
         ToolDef {
             spec,
             exec: Exec::Peer,
+            access: None,
+            requires: None,
+        }
+    }
+
+    /// A tool of an external MCP server (its spec built from the server's `tools/list`).
+    pub const fn mcp(spec: &'static ToolSpec) -> ToolDef {
+        ToolDef {
+            spec,
+            exec: Exec::Mcp,
             access: None,
             requires: None,
         }
@@ -113,6 +127,7 @@ impl ToolDef {
             Exec::Local(_) => self.requires.map_or_else(Availability::yes, |f| f(config)),
             Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
+            Exec::Mcp => Availability::no("no MCP client in this runtime"),
         }
     }
 }

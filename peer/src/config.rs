@@ -66,4 +66,38 @@ mod tests {
             PeerConfig::default()
         );
     }
+
+    /// The package's /etc/covo/covo-peer.toml parses as it is, and so does every example key
+    /// its comments offer once uncommented.
+    #[test]
+    fn the_packaged_example_config_parses_with_and_without_its_comments() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/covo-peer.toml");
+        let text = std::fs::read_to_string(&path).expect("packaging/covo-peer.toml");
+        let c = Config::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.mqtt.is_some(), "the example connects to a broker");
+        PeerConfig::from_config(&c).unwrap_or_else(|e| panic!("{e}"));
+        let uncommented: String = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => l,
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(
+            uncommented.contains("\nroot = \"/srv/code\"\n"),
+            "{uncommented}"
+        );
+        let c = Config::parse(&uncommented, &path).unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        let p = PeerConfig::from_config(&c).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.id.as_deref(), Some("cloud"));
+        assert!(c.llm.model.is_some(), "[llm] model");
+    }
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds the covo gateway for a Raspberry Pi (README, "Building for a board"), with the
-# workspace's size-optimised `edge` profile (release, fat LTO, opt-level "s", stripped,
+# workspace's size-optimised `edge` profile (release, fat LTO, opt-level "z", stripped by the linker,
 # panic = abort), and prints the path of each binary.
 #
 #   tests/cross/build.sh                 # both targets
 #   tests/cross/build.sh aarch64         # only the 64-bit build
 #   tests/cross/build.sh armv7           # only the 32-bit build
+#   tests/cross/build.sh peer-aarch64    # the cloud peer, covo-peer, for an arm64 machine
+#                                        # (profile release; PEER_PROFILE=pkg-check for CI's
+#                                        # quick unoptimised one)
 #
 # Targets:
 # - aarch64-unknown-linux-musl: a static executable for Pi 3, 4, 5 and Zero 2 W on a 64-bit OS.
@@ -41,17 +44,23 @@ out_dir=${CARGO_TARGET_DIR:-$PWD/target}/cross
 installed=$(rustup target list --installed)
 
 for t in "${targets[@]}"; do
+  package=covo-gateway bin_name=covo profile=edge
   case $t in
     aarch64) triple=aarch64-unknown-linux-musl; zig_triple=$triple ;;
+    # The peer is static musl too; it unwinds panics (release, not edge: a panicking tool
+    # fails its call and the peer lives on).
+    peer-aarch64) triple=aarch64-unknown-linux-musl; zig_triple=$triple
+             package=covo-peer bin_name=covo-peer profile=${PEER_PROFILE:-release} ;;
     armv7)   triple=armv7-unknown-linux-gnueabihf; zig_triple=$triple.2.31
              export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-cpu=cortex-a7" ;;
-    *) fail "unknown target $t (aarch64 or armv7)" ;;
+    *) fail "unknown target $t (aarch64, armv7 or peer-aarch64)" ;;
   esac
   grep -qx "$triple" <<<"$installed" || fail "the Rust target $triple is missing: rustup target add $triple"
   start=$(date +%s)
-  cargo zigbuild --profile edge -p covo-gateway --bin covo --target "$zig_triple" --target-dir "$out_dir" >&2 \
-    || fail "cargo zigbuild --profile edge -p covo-gateway --bin covo --target $zig_triple failed"
-  bin=$out_dir/$triple/edge/covo
+  cargo zigbuild --profile "$profile" -p "$package" --bin "$bin_name" --target "$zig_triple" --target-dir "$out_dir" >&2 \
+    || fail "cargo zigbuild --profile $profile -p $package --bin $bin_name --target $zig_triple failed"
+  profile_dir=$profile; [ "$profile" = dev ] && profile_dir=debug
+  bin=$out_dir/$triple/$profile_dir/$bin_name
   [ -x "$bin" ] || fail "$bin was not built"
   echo "cross/build: $triple built in $(( $(date +%s) - start )) s, $(stat -c %s "$bin") bytes" >&2
   echo "$bin"

@@ -2,15 +2,18 @@
 # Builds and checks the Debian packages (README, "Install on a Raspberry Pi"):
 # - covo_<version>-1_arm64.deb from the aarch64 musl build and covo_<version>-1_armhf.deb
 #   (variant armhf) from the armv7 glibc build, both made by tests/cross/build.sh;
-# - covo-peer_<version>-1_amd64.deb from `cargo build --release -p covo-peer` (arm64 peers build
-#   the same way on an arm64 machine).
+# - covo-peer_<version>-1_amd64.deb from `cargo build --release -p covo-peer`, and
+#   covo-peer_<version>-1_arm64.deb from its static aarch64 musl build
+#   (`tests/cross/build.sh peer-aarch64`). PEER_PROFILE picks another profile for both: CI checks
+#   the peer's packaging with `dev` (amd64, the tests' build) and `pkg-check` (arm64), which skip
+#   the fat-LTO release builds.
 # Each is checked: `dpkg-deb -c` holds what the package promises (the binary, boards/, the
 # example /etc/covo/covo.toml as a conffile, the systemd unit, postinst creating the covo user in
 # i2c spi gpio dialout), `lintian` reports no error, and `systemd-analyze verify` accepts the
 # unit against the package's own files. The .deb files land in $CARGO_TARGET_DIR/debian.
 #
 # Needs: cargo install cargo-deb; apt-get install -y lintian (systemd-analyze comes with systemd).
-# `PACKAGES="arm64 armhf peer"` (the default) picks which to build.
+# `PACKAGES="arm64 armhf peer peer-arm64"` (the default) picks which to build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "package: $*" >&2; exit 1; }
@@ -40,6 +43,10 @@ check() { # deb unit binary_path
       || fail "$deb's postinst creates no covo user"
     grep -q 'for g in i2c spi gpio dialout' <<<"$postinst" || fail "$deb's postinst does not add covo to i2c spi gpio dialout"
     grep -q 'deb-systemd-helper' <<<"$postinst" || fail "$deb's postinst does not register the unit"
+  else
+    grep -qx ./etc/covo/covo-peer.toml <<<"$contents" || fail "$deb lacks ./etc/covo/covo-peer.toml"
+    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/covo/covo-peer.toml \
+      || fail "$deb does not mark /etc/covo/covo-peer.toml as a conffile"
   fi
   # Errors fail; warnings are printed. Suppressed: no-manual-page (`covo --help` is the
   # manual) and no-changelog (the history is git's; there is no Debian changelog to drift).
@@ -58,7 +65,7 @@ check() { # deb unit binary_path
   echo "package: $(basename "$deb") ok ($(stat -c %s "$deb") bytes, $(wc -l <<<"$contents") entries)"
 }
 
-for p in ${PACKAGES:-arm64 armhf peer}; do
+for p in ${PACKAGES:-arm64 armhf peer peer-arm64}; do
   case $p in
     arm64)
       bin=$(bash tests/cross/build.sh aarch64 | tail -n 1)
@@ -76,6 +83,14 @@ for p in ${PACKAGES:-arm64 armhf peer}; do
       cargo build --profile "${PEER_PROFILE:-release}" -p covo-peer >&2
       cargo deb -p covo-peer --no-build --profile "${PEER_PROFILE:-release}" --output "$out/covo-peer_${version}-1_amd64.deb" >&2
       check "$out/covo-peer_${version}-1_amd64.deb" covo-peer.service covo-peer ;;
-    *) fail "unknown package $p (arm64, armhf or peer)" ;;
+    peer-arm64)
+      bin=$(bash tests/cross/build.sh peer-aarch64 | tail -n 1)
+      # Stripped by its profile (release, pkg-check) or not at all: the host's strip cannot
+      # read an arm64 binary.
+      CARGO_TARGET_DIR=$target_dir/cross cargo deb -p covo-peer --variant arm64 --no-build --no-strip \
+        --profile "${PEER_PROFILE:-release}" --target aarch64-unknown-linux-musl \
+        --output "$out/covo-peer_${version}-1_arm64.deb" >&2
+      check "$out/covo-peer_${version}-1_arm64.deb" covo-peer.service covo-peer ;;
+    *) fail "unknown package $p (arm64, armhf, peer or peer-arm64)" ;;
   esac
 done

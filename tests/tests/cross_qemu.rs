@@ -269,3 +269,94 @@ fn run_announces_to_home_assistant_and_sends_telemetry() {
 
     assert_eq!(terminate(child), Some(0), "covo run exits 0 on SIGTERM");
 }
+
+/// `covo-peer` cross-built for the same board (`COVO_CROSS_PEER_BIN`), run under the same
+/// emulator: `tests/cross/check.sh peer-aarch64` runs the `peer_` tests with it; the gateway
+/// checks run with `--skip peer_`.
+fn peer_target() -> PathBuf {
+    let bin = std::env::var_os("COVO_CROSS_PEER_BIN")
+        .map(PathBuf::from)
+        .expect("COVO_CROSS_PEER_BIN is not set: run tests/cross/check.sh peer-aarch64");
+    assert!(
+        bin.is_file(),
+        "COVO_CROSS_PEER_BIN={} is missing",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn peer_announces_itself_and_serves_the_gateways_plot_series_over_mqtt() {
+    let broker = Mosquitto::start();
+    let status = raw(broker.port(), "covo/peers/pi-peer/status");
+    let d = Dir::new(
+        "peer",
+        &format!(
+            "[mqtt]\nurl = \"{}\"\ngateway_id = \"pi\"\ncall_timeout_ms = 20000\n\
+             [peer]\nid = \"pi-peer\"\n",
+            broker.url()
+        ),
+    );
+    let (runner, _) = target();
+    let mut peer = Command::new(&runner[0]);
+    peer.args(&runner[1..])
+        .arg(peer_target())
+        .arg("--config")
+        .arg(d.0.join("covo.toml"))
+        .current_dir(&d.0)
+        .env("COVO_HOME", d.0.join("peer-home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let peer = peer.spawn().unwrap();
+
+    // Its birth, retained, names the tools it serves.
+    let (birth, _) = status
+        .next_on("covo/peers/pi-peer/status", Duration::from_secs(60))
+        .expect("the peer's birth");
+    assert_eq!(birth["status"], "online", "{birth}");
+    assert!(
+        birth.to_string().contains("plot_series"),
+        "the birth advertises plot_series: {birth}"
+    );
+
+    // The board's covo (also under the emulator) calls it through the broker: the PNG comes
+    // back as an artifact file in the gateway's home.
+    let out = ok(
+        covo(
+            &d.0,
+            &[
+                "tools",
+                "call",
+                "plot_series",
+                r#"{"series":[{"label":"temperature","points":[[0,20.5],[60,21.0],[120,21.75]]}],"title":"cross"}"#,
+            ],
+        )
+        .output()
+        .unwrap(),
+        "covo tools call plot_series",
+    );
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or(Value::Null);
+    let text = v.to_string();
+    let artifacts = d.0.join("home/artifacts");
+    let pngs: Vec<PathBuf> = std::fs::read_dir(&artifacts)
+        .unwrap_or_else(|e| panic!("no artifacts folder after {text}: {e}"))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(pngs.len(), 1, "one artifact for {text}: {pngs:?}");
+    let bytes = std::fs::read(&pngs[0]).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 1000,
+        "a PNG chart, {} bytes",
+        bytes.len()
+    );
+    let name = pngs[0].file_name().unwrap().to_string_lossy().into_owned();
+    let id = name.split('.').next().unwrap();
+    assert!(
+        text.contains(id),
+        "the result names the artifact {id}: {text}"
+    );
+
+    assert_eq!(terminate(peer), Some(0), "covo-peer exits 0 on SIGTERM");
+}

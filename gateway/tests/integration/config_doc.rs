@@ -3,8 +3,8 @@
 //! section's table, every row names a real field, and the example at the end parses.
 
 use covo::config::{
-    AgentConfig, Config, FsConfig, LlmConfig, MqttConfig, NotifyConfig, PolicyConfig,
-    ProfileConfig, RunConfig, SwarmConfig, TelegramConfig, ToolsetConfig,
+    AgentConfig, Config, FsConfig, LlmConfig, McpConfig, McpServerConfig, MqttConfig, NotifyConfig,
+    PolicyConfig, ProfileConfig, RunConfig, SwarmConfig, TelegramConfig, ToolsetConfig,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::collections::BTreeSet;
@@ -90,6 +90,8 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
         ("`[run]`", fields::<RunConfig>()),
         ("`[notify]`", fields::<NotifyConfig>()),
         ("`[swarm]`", fields::<SwarmConfig>()),
+        ("`[mcp]`", fields::<McpConfig>()),
+        ("`[mcp.servers.NAME]`", fields::<McpServerConfig>()),
         ("`[telegram]`", fields::<TelegramConfig>()),
     ];
     let mut problems = Vec::new();
@@ -110,6 +112,7 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
     let top = fields::<Config>();
     for t in [
         "policy", "fs", "llm", "agent", "mqtt", "run", "notify", "swarm", "profiles", "toolsets",
+        "mcp", "telegram",
     ] {
         assert!(top.contains(&t), "Config lost `{t}`: update this test");
     }
@@ -133,6 +136,18 @@ fn the_documented_example_parses_and_sets_every_section() {
     assert_eq!(c.swarm.expose, Some(vec!["sensor_*".to_string()]));
     assert_eq!(c.profiles["lab"].deny, vec!["gpio_write".to_string()]);
     assert_eq!(c.toolsets["greenhouse"].includes, vec!["core".to_string()]);
+    // A stdio and an HTTP MCP server: between them, every key of a server.
+    let servers = &c.mcp.servers;
+    assert_eq!(servers["time"].command.as_deref(), Some("uvx"));
+    assert!(servers["notes"].headers.contains_key("Authorization"));
+    let example: toml::Table = toml::from_str(text).unwrap();
+    let mut keys: BTreeSet<String> = BTreeSet::new();
+    for server in example["mcp"]["servers"].as_table().unwrap().values() {
+        keys.extend(server.as_table().unwrap().keys().cloned());
+    }
+    for k in fields::<McpServerConfig>() {
+        assert!(keys.contains(k), "the example lacks [mcp.servers.*] `{k}`");
+    }
     // And every key of every section appears in it.
     for (section, keys) in [
         ("", fields::<Config>()),

@@ -29,7 +29,15 @@ const RANK: &[(&str, &[&str])] = &[
     ("board and link", &["hardware", "link"]),
     (
         "pipeline",
-        &["policy", "exec", "spec", "user_io", "hooks", "runtime"],
+        &[
+            "policy",
+            "exec",
+            "spec",
+            "user_io",
+            "mcp_client",
+            "hooks",
+            "runtime",
+        ],
     ),
     ("tools", &["watch", "tools"]),
     (

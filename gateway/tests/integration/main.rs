@@ -18,6 +18,8 @@ mod git;
 mod hardware;
 mod layers;
 mod link_bounds;
+#[cfg(feature = "mcp")]
+mod mcp_client;
 mod patch;
 mod peer_protocol_doc;
 mod pipeline;
