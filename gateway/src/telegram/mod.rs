@@ -495,11 +495,10 @@ fn dispatch(
 
 /// Answers a row with `note` instead of running it, and removes it.
 async fn refuse_row(bot: Arc<Bot>, row: InboxRow, note: String) {
-    if blocking(&bot.rt, move |s| s.telegram_claim(row.update_id))
-        .await
-        .unwrap_or(false)
-    {
-        send_text(&bot.api, row.chat_id, &note).await;
+    match blocking(&bot.rt, move |s| s.telegram_claim(row.update_id)).await {
+        Ok(true) => send_text(&bot.api, row.chat_id, &note).await,
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "could not claim a Telegram message to refuse it"),
     }
     let id = row.update_id;
     let _ = blocking(&bot.rt, move |s| s.telegram_done(id)).await;

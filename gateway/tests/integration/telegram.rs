@@ -569,9 +569,10 @@ fn queues_chats_and_message_sizes_are_bounded() {
     fake.push(text_message(BOB, "Bob", "hello from bob"));
     let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
     assert!(
-        fake.wait_text(BOB, "busy with 1 other chats", LONG),
-        "{:?}",
-        fake.texts_to(BOB)
+        fake.wait_text(BOB, "busy with 1 other chats", 2 * LONG),
+        "{:?}\n{}",
+        fake.texts_to(BOB),
+        covo.log()
     );
     assert!(
         fake.wait_text(ANN, "answer 8", LONG),
