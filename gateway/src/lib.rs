@@ -22,6 +22,7 @@
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
 //! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
 //! - `user_io`: the terminal as a channel.
+//! - `web`: the LAN dashboard `covo run` serves (`[web]`, cargo feature `web`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -50,6 +51,8 @@ pub mod swarm;
 pub mod tools;
 pub mod user_io;
 pub mod watch;
+#[cfg(feature = "web")]
+pub mod web;
 
 // The pure core, re-exported under the names the gateway has always used.
 pub use covo_core::{discovery, plan, profile, toolset};
