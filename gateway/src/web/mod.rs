@@ -655,7 +655,7 @@ async fn chat(
     let made = {
         let mut sessions = st.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.get_or_make(&sid, Instant::now(), || {
-            Agent::new(st.rt.clone(), st.model.clone(), Session::new("", "web"))
+            Agent::new(st.rt.clone(), st.model.clone(), Session::new("", "web")).with_via(Via::Web)
         })
     };
     let Some(agent) = made else {
@@ -719,7 +719,7 @@ async fn chat_new(State(st): State<St>, _: Authed, headers: HeaderMap) -> Respon
     let agent = {
         let mut sessions = st.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.get_or_make(&sid, Instant::now(), || {
-            Agent::new(st.rt.clone(), st.model.clone(), Session::new("", "web"))
+            Agent::new(st.rt.clone(), st.model.clone(), Session::new("", "web")).with_via(Via::Web)
         })
     };
     match agent.map(|a| a.try_lock_owned()) {

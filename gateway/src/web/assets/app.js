@@ -149,18 +149,43 @@ function controlView(d) {
   return null;
 }
 
+// Updates a control in place (a rebuilt slider would lose a drag in progress).
+function updateControl(node, d) {
+  if (d.kind === "switch") {
+    const on = !!(d.state && d.state.on);
+    node.querySelector(".switch").setAttribute("aria-checked", String(on));
+    node.querySelector("#state-" + CSS.escape(d.name)).textContent = on ? "on" : "off";
+  } else if (d.kind === "pwm") {
+    const r = node.querySelector("input[type=range]");
+    const pct = Math.round((d.state && d.state.duty != null ? d.state.duty : 0) * 100);
+    if (document.activeElement !== r) r.value = String(pct);
+    node.querySelector("#state-" + CSS.escape(d.name)).textContent = pct + "%";
+  }
+}
+
+const controlNodes = new Map();
 async function loadBoard() {
   const j = await api("/api/board");
   $("board-name").textContent = j.board.name + " · " + j.board.model;
   const controls = $("controls");
-  controls.textContent = "";
+  const names = j.devices.filter((d) => d.kind === "switch" || d.kind === "pwm").map((d) => d.name).join();
+  if (controls.dataset.names !== names) {
+    controls.textContent = "";
+    controlNodes.clear();
+    controls.dataset.names = names;
+    for (const d of j.devices) {
+      const c = controlView(d);
+      if (c) { controls.append(c); controlNodes.set(d.name, c); }
+    }
+    if (!controlNodes.size) controls.append(el("p", { class: "muted" }, "No switches or PWM outputs on this board."));
+  } else {
+    for (const d of j.devices) if (controlNodes.has(d.name)) updateControl(controlNodes.get(d.name), d);
+  }
   const list = $("board");
   list.textContent = "";
   if (j.read_only) list.append(el("p", {}, el("span", { class: "pill warn" }, "read-only"), " writes are refused"));
   if (j.opened) list.append(el("p", { class: "error" }, "the board did not open: " + j.opened));
   for (const d of j.devices) {
-    const c = controlView(d);
-    if (c) controls.append(c);
     const where = [d.bus != null ? "bus " + d.bus : null, d.address != null ? "0x" + d.address.toString(16) : null,
       d.pin != null ? "pin " + d.pin : null, d.channel != null ? "channel " + d.channel : null, d.port ? "port " + d.port : null].filter(Boolean).join(", ");
     let state = "";
@@ -168,7 +193,6 @@ async function loadBoard() {
     if (d.state && d.state.duty !== undefined) state = " · " + Math.round(d.state.duty * 100) + "%";
     list.append(el("div", { class: "dev" }, el("b", {}, d.name), " ", el("span", { class: "muted" }, d.driver + (where ? " (" + where + ")" : "") + state + (d.note ? " — " + d.note : ""))));
   }
-  if (!controls.childElementCount) controls.append(el("p", { class: "muted" }, "No switches or PWM outputs on this board."));
 }
 
 // ---- chat ----
@@ -229,6 +253,8 @@ async function loadApprovals() {
   box.textContent = "";
   $("approvals-count").textContent = String(j.pending.length);
   $("approvals-count").className = "pill" + (j.pending.length ? " warn" : "");
+  // Waiting approvals move to the top of the page.
+  $("approvals-card").classList.toggle("urgent", j.pending.length > 0);
   if (!j.pending.length) box.append(el("p", { class: "muted" }, "Nothing waits for approval."));
   for (const p of j.pending) {
     const answer = (approve) => api("/api/approvals/" + p.id, { method: "POST", body: { approve } }).catch(() => {}).then(loadApprovals);
