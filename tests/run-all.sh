@@ -35,11 +35,15 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
-            lintian:lintian systemd-analyze:systemd; do
+            lintian:lintian systemd-analyze:systemd \
+            chromium:chromium chromedriver:chromium-driver; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# The dashboard's browser test: Debian's chromium and chromium-driver (in the list above) with
+# selenium from a venv (below), which needs python3-venv.
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
@@ -61,7 +65,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   $SUDO apt-get install -y -qq "${apt_extra[@]}" "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
+for cmd in chromium chromedriver \
+           qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
            qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
@@ -86,6 +91,17 @@ need cargo-deb || cargo install cargo-deb --locked
 need cargo-deb || { echo "run-all: cargo-deb is missing and could not be installed" >&2; exit 1; }
 
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+# The test venv (target/venv-tests): Python packages the Rust tests drive, from every
+# tests/*/requirements.txt. tests/web/requirements.txt: selenium, which drives chromium through
+# chromium-driver in the dashboard's browser test (gateway/tests/integration/web.rs).
+venv=$target_dir/venv-tests
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+for req in tests/*/requirements.txt; do
+  "$venv/bin/python" -m pip install --quiet -r "$req"
+done
+"$venv/bin/python" -c 'import selenium' \
+  || { echo "run-all: selenium is missing from $venv and could not be installed" >&2; exit 1; }
+export COVO_TEST_PYTHON=$venv/bin/python
 # Disk: CI machines have little of it (a clean run once failed with "No space left on device").
 # With COVO_PRUNE=1 (set by .ci/run) each phase frees the build products the later phases do not
 # need; every phase prints what is free and what the build tree holds.

@@ -474,13 +474,19 @@ pub async fn serve_with(
                     sampling = Some(tokio::task::spawn_blocking(move || {
                         let samples = {
                             let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
-                            crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every)
+                            let mut out = Vec::new();
+                            // Each sample reaches the tap as soon as it is taken, before the
+                            // next sensor is read.
+                            crate::tools::sensors::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
+                                if let (Some(tap), Ok(v)) = (&tap, &r) {
+                                    // No listener is no error.
+                                    let _ = tap.send((name.to_string(), v.clone()));
+                                }
+                                out.push((name.to_string(), r));
+                            });
+                            out
                         };
                         for (name, r) in samples {
-                            if let (Some(tap), Ok(v)) = (&tap, &r) {
-                                // No listener is no error.
-                                let _ = tap.send((name.clone(), v.clone()));
-                            }
                             match (r, &topics2) {
                                 (Ok(v), Some(t)) => {
                                     if let Some(l) = rt2.peer_link() {

@@ -19,7 +19,7 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 
-def browser(width=1280, height=1000):
+def browser(width=1280, height=1000, extra=()):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if not chromium or not driver:
@@ -27,7 +27,7 @@ def browser(width=1280, height=1000):
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              f"--window-size={width},{height}", "--hide-scrollbars", "--force-device-scale-factor=1"):
+              f"--window-size={width},{height}", "--hide-scrollbars", "--force-device-scale-factor=1", *extra):
         opts.add_argument(a)
     return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
 

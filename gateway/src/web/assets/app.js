@@ -290,8 +290,10 @@ async function loadLog(before) {
 }
 
 // ---- live events ----
+let es = null;
 function connect() {
-  const es = new EventSource("/api/events");
+  if (es) return;
+  es = new EventSource("/api/events");
   es.addEventListener("hello", () => { $("live").textContent = "live"; $("live").className = "pill on"; loadApprovals(); });
   es.addEventListener("sample", (e) => onSample(JSON.parse(e.data)));
   es.addEventListener("chat", (e) => onChat(JSON.parse(e.data)));
@@ -300,8 +302,13 @@ function connect() {
   es.addEventListener("lagged", () => { loadSensors(); loadApprovals(); loadBoard(); });
   es.onerror = () => { $("live").textContent = "offline"; $("live").className = "pill off"; };
 }
+// A page left for another (or kept in the back-forward cache) closes its stream: browsers open
+// at most 6 HTTP/1.1 connections to one host, and the server holds a place for each stream.
+window.addEventListener("pagehide", () => { if (es) { es.close(); es = null; } });
+window.addEventListener("pageshow", (e) => { if (e.persisted) { connect(); loadBoard(); loadSensors(); loadApprovals(); loadLog(); } });
 
-document.addEventListener("DOMContentLoaded", () => {
+// Runs once the document is parsed (the script is deferred).
+function init() {
   $("chat-form").addEventListener("submit", sendChat);
   $("chat-new").addEventListener("click", async () => { try { await api("/api/chat/new", { method: "POST" }); $("chat-log").textContent = ""; } catch (e) { addMsg("bot err", e.message); } });
   $("log-older").addEventListener("click", () => logNext && loadLog(logNext));
@@ -311,4 +318,6 @@ document.addEventListener("DOMContentLoaded", () => {
   loadSensors().catch(() => {});
   loadApprovals().catch(() => {});
   loadLog().catch(() => {});
-});
+}
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+else init();
