@@ -218,7 +218,7 @@ impl Store {
         until: i64,
     ) -> Result<Vec<Bucket>, StoreError> {
         let (since, until) = (since.max(0), until.max(0));
-        let width = ((until - since) / MAX_BUCKETS).max(1);
+        let width = ((until - since + MAX_BUCKETS - 1) / MAX_BUCKETS).max(1);
         let conn = self.conn();
         let mut st = conn.prepare_cached(
             "SELECT ((x.key >> 12) / ?4) * ?4 AS t, avg(x.value)
@@ -275,7 +275,7 @@ mod dashboard_tests {
             b.len()
         );
         assert!(b.windows(2).all(|w| w[0].at < w[1].at));
-        assert_eq!(b[0].value, 1.5, "the mean of 0..=3 (4-second buckets)");
+        assert_eq!(b[0].value, 2.0, "the mean of 0..=4 (5-second buckets)");
         assert!(s.latest_readings(t0 + 5000).unwrap().is_empty());
     }
 }

@@ -327,12 +327,33 @@ fn router(st: St) -> Router {
 
 // ---- errors ----
 
-fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
-    (
+/// A structured error answer: `{"error": {"kind", "message"}}` with its status.
+struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({"error": {"kind": self.kind, "message": self.message}})),
+        )
+            .into_response()
+    }
+}
+
+fn api_error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
         status,
-        Json(json!({"error": {"kind": kind, "message": message.into()}})),
-    )
-        .into_response()
+        kind,
+        message: message.into(),
+    }
+}
+
+fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Response {
+    api_error(status, kind, message).into_response()
 }
 
 async fn not_found() -> Response {
@@ -340,7 +361,7 @@ async fn not_found() -> Response {
 }
 
 /// A JSON body, or the structured error for a bad one (413 when it is too large).
-fn body<T>(r: Result<Json<T>, JsonRejection>) -> Result<T, Response> {
+fn body<T>(r: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     r.map(|Json(v)| v).map_err(|e| {
         let status = e.status();
         let kind = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -353,7 +374,7 @@ fn body<T>(r: Result<Json<T>, JsonRejection>) -> Result<T, Response> {
         } else {
             e.body_text()
         };
-        error(status, kind, message)
+        api_error(status, kind, message)
     })
 }
 
@@ -657,7 +678,7 @@ async fn chat(
 ) -> Response {
     let text = match body(b) {
         Ok(c) => c.text,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     if text.trim().is_empty() {
         return error(
@@ -758,14 +779,14 @@ async fn chat_new(State(st): State<St>, _: Authed, headers: HeaderMap) -> Respon
 
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Response> {
+) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "failed", e.to_string()))
+        .map_err(|e| api_error(StatusCode::INTERNAL_SERVER_ERROR, "failed", e.to_string()))
 }
 
-fn store_error(e: impl std::fmt::Display) -> Response {
-    error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
+fn store_error(e: impl std::fmt::Display) -> ApiError {
+    api_error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
 }
 
 async fn sensors(State(st): State<St>, _: Authed) -> Response {
@@ -785,7 +806,7 @@ async fn sensors(State(st): State<St>, _: Authed) -> Response {
             })).collect::<Vec<_>>()
         }))
         .into_response(),
-        Ok(Err(r)) | Err(r) => r,
+        Ok(Err(r)) | Err(r) => r.into_response(),
     }
 }
 
@@ -828,7 +849,7 @@ async fn history(
             "points": points.iter().map(|b| json!([b.at, (b.value * 100.0).round() / 100.0])).collect::<Vec<_>>()
         }))
         .into_response(),
-        Ok(Err(r)) | Err(r) => r,
+        Ok(Err(r)) | Err(r) => r.into_response(),
     }
 }
 
@@ -889,7 +910,7 @@ async fn board(State(st): State<St>, _: Authed) -> Response {
     .await;
     match r {
         Ok(v) => Json(v).into_response(),
-        Err(r) => r,
+        Err(r) => r.into_response(),
     }
 }
 
@@ -909,7 +930,7 @@ async fn actuate(
 ) -> Response {
     let a = match body(b) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Some(d) = st
         .rt
@@ -987,7 +1008,7 @@ async fn actuate(
         Ok((Err(CallError::Fatal(e)), _)) => {
             error(StatusCode::INTERNAL_SERVER_ERROR, "fatal", e.to_string())
         }
-        Err(r) => r,
+        Err(r) => r.into_response(),
     }
 }
 
@@ -1011,7 +1032,7 @@ async fn approvals_answer(
 ) -> Response {
     let a = match body(b) {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match st.pending.answer(id, a.approve) {
         Ok(()) => Json(json!({"ok": true})).into_response(),
@@ -1049,7 +1070,7 @@ async fn audit(
     let limit = q.limit.unwrap_or(50).clamp(1, MAX_AUDIT_PAGE);
     let before = q.before.unwrap_or(i64::MAX);
     let rt = st.rt.clone();
-    let r = blocking(move || -> Result<Vec<Value>, Response> {
+    let r = blocking(move || -> Result<Vec<Value>, ApiError> {
         let store = rt.store().map_err(store_error)?;
         let conn = store.conn();
         let mut s = conn
@@ -1081,7 +1102,7 @@ async fn audit(
                 .flatten();
             Json(json!({"entries": rows, "next_before": next})).into_response()
         }
-        Ok(Err(r)) | Err(r) => r,
+        Ok(Err(r)) | Err(r) => r.into_response(),
     }
 }
 
