@@ -11,8 +11,9 @@ use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Approvals waiting at once unless configured otherwise.
-pub const MAX_PENDING: usize = 16;
+/// Approvals waiting at once. Each holds a thread of `covo run`'s blocking pool while it waits
+/// (`daemon::BLOCKING_THREADS`, 16), so at most half of them.
+pub const MAX_PENDING: usize = 8;
 
 struct Entry {
     tool: String,

@@ -59,6 +59,8 @@ pub const SAMPLE_QUEUE: usize = 64;
 pub const MAX_AUDIT_PAGE: u32 = 200;
 /// The longest chart window, in hours.
 pub const MAX_HISTORY_HOURS: i64 = 24 * 31;
+/// How long a wrong login waits before its answer.
+pub const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(250);
 /// Tool results shown in a chat are cut at this many bytes.
 const SHOWN_RESULT_BYTES: usize = 2048;
 
@@ -524,6 +526,8 @@ async fn login(State(st): State<St>, form: Result<Form<LoginForm>, FormRejection
     };
     if !ok {
         tracing::warn!("dashboard login with a wrong token");
+        // Guessing costs time.
+        tokio::time::sleep(FAILED_LOGIN_DELAY).await;
         return html(StatusCode::UNAUTHORIZED, asset("login.html").1);
     }
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
