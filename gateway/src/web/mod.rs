@@ -13,12 +13,14 @@
 //! is a loopback address) every page and API call needs it, as the `covo_token` cookie that
 //! the login form sets (HttpOnly, SameSite=Strict) or as `Authorization: Bearer TOKEN`.
 //!
-//! Bounds: live event streams ([`DEFAULT_MAX_STREAMS`]), request bodies ([`MAX_BODY`]), pending
+//! Bounds: connections (live streams + [`EXTRA_CONNECTIONS`]), live event streams
+//! ([`DEFAULT_MAX_STREAMS`]), request bodies ([`MAX_BODY`]), pending
 //! approvals ([`approvals::MAX_PENDING`]), chat sessions ([`DEFAULT_MAX_SESSIONS`], one turn at a
 //! time each), audit pages ([`MAX_AUDIT_PAGE`]), chart points (`store::readings::MAX_BUCKETS`),
 //! and the event queue ([`EVENT_QUEUE`]; a page that falls behind skips events and reloads).
 
 pub mod approvals;
+mod conn;
 
 use crate::agent::{self, Agent, Observer, Outcome, ToolResult};
 use crate::config::WebConfig;
@@ -49,6 +51,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 8;
 pub const DEFAULT_MAX_STREAMS: usize = 16;
 /// Seconds a destructive call waits for the page's answer unless `[web] approval_secs` says so.
 pub const DEFAULT_APPROVAL_SECS: u64 = 120;
+/// Connections open at once beyond one per live stream (a browser keeps up to 6 to a host);
+/// more wait, unaccepted, until one closes.
+pub const EXTRA_CONNECTIONS: usize = 32;
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY: usize = 16 * 1024;
 /// Events queued for the live streams; a stream further behind skips the oldest.
@@ -212,6 +217,7 @@ type St = Arc<AppState>;
 /// A bound dashboard, ready to serve.
 pub struct Dashboard {
     listener: tokio::net::TcpListener,
+    max_connections: usize,
     state: St,
     samples: SampleTap,
 }
@@ -252,6 +258,7 @@ impl Dashboard {
         });
         Ok(Dashboard {
             listener,
+            max_connections: settings.max_streams + EXTRA_CONNECTIONS,
             state,
             samples,
         })
@@ -289,13 +296,7 @@ impl Dashboard {
         });
         let stop = st.stop.clone();
         let app = router(st);
-        // Each live event is a small write: without TCP_NODELAY, Nagle's algorithm holds it
-        // until the browser's delayed ACK (up to 40 ms).
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
+        let listener = conn::Limited::new(self.listener, self.max_connections);
         if let Err(e) = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await

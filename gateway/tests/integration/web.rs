@@ -765,3 +765,31 @@ fn the_dashboard_in_a_real_browser() {
         );
     }
 }
+
+#[test]
+fn connections_are_bounded_and_a_closed_one_frees_its_place() {
+    // One live stream: 1 + EXTRA_CONNECTIONS connections at once.
+    let d = Daemon::start("max_streams = 1", None);
+    let max = 1 + covo::web::EXTRA_CONNECTIONS;
+    let addr = d.base.trim_start_matches("http://").to_string();
+    let idle: Vec<_> = (0..max)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    let http = client();
+    rt().block_on(async {
+        // Every place is held by an idle connection: a request waits, unanswered.
+        std::thread::sleep(Duration::from_millis(300));
+        let r = tokio::time::timeout(Duration::from_secs(1), http.get(d.url("/api/board")).send())
+            .await;
+        assert!(r.is_err(), "answered beyond the connection bound: {r:?}");
+        drop(idle);
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            http.get(d.url("/api/board")).send(),
+        )
+        .await
+        .expect("answered once the idle connections closed")
+        .unwrap();
+        assert_eq!(r.status(), 200);
+    });
+}
