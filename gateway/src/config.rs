@@ -213,8 +213,8 @@ pub struct RunConfig {
     /// ask, so they are declined).
     #[serde(default)]
     pub approve: bool,
-    /// With MQTT on, declared sensors without `sample_interval_secs` are sampled (and their
-    /// telemetry published) this often, in seconds (default 60).
+    /// With MQTT or the dashboard on, declared sensors without `sample_interval_secs` are
+    /// sampled (and their telemetry published) this often, in seconds (default 60).
     pub telemetry_secs: Option<u64>,
     /// Chat sessions kept in memory at once (default 32). A new session beyond it evicts the
     /// least recently used idle one; when every one is busy it is refused.
