@@ -648,22 +648,23 @@ fn python() -> PathBuf {
     p
 }
 
-/// A day of readings every five minutes, so the charts have a history to draw.
+/// A day of readings every five minutes, so the charts have a history to draw, ending near
+/// the sim board's own values.
 fn seed_history(home: &Path) {
     let store = covo::store::Store::open_in(home).unwrap();
     let now = chrono::Utc::now().timestamp();
     for i in (1..288).rev() {
         let t = now - i * 300;
-        let phase = (t % 86_400) as f64 / 86_400.0 * std::f64::consts::TAU;
+        let x = std::f64::consts::TAU * i as f64 / 288.0;
         let at = covo::store::fmt_time(chrono::DateTime::from_timestamp(t, 0).unwrap());
         store
             .log_reading(
                 "climate",
                 &at,
                 &[
-                    ("temperature", 20.0 + 3.0 * phase.sin(), "degC"),
-                    ("humidity", 50.0 - 8.0 * phase.sin(), "%RH"),
-                    ("pressure", 1013.0 + 2.0 * (phase / 2.0).cos(), "hPa"),
+                    ("temperature", 21.0 + 2.5 * x.sin(), "degC"),
+                    ("humidity", 49.2 - 6.0 * x.sin(), "%RH"),
+                    ("pressure", 1014.8 - 1.5 * (x / 2.0).sin(), "hPa"),
                 ],
             )
             .unwrap();
@@ -671,7 +672,7 @@ fn seed_history(home: &Path) {
             .log_reading(
                 "light",
                 &at,
-                &[("illuminance", (400.0 * phase.sin()).max(5.0), "lux")],
+                &[("illuminance", (358.0 + 300.0 * x.sin()).max(5.0), "lux")],
             )
             .unwrap();
     }
