@@ -794,3 +794,152 @@ fn connections_are_bounded_and_a_closed_one_frees_its_place() {
         assert_eq!(r.status(), 200);
     });
 }
+
+#[test]
+fn a_denied_or_unanswered_destructive_call_does_not_run() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("fs_delete", r#"{"path":"keep.txt"}"#)]),
+        Reply::text("Not deleted."),
+        Reply::tool_calls(vec![("fs_delete", r#"{"path":"keep.txt"}"#)]),
+        Reply::text("Still not deleted."),
+    ]);
+    let d = Daemon::start("approval_secs = 2", Some(&srv));
+    let http = client();
+    rt().block_on(async {
+        let mut s = http
+            .get(d.url("/api/events"))
+            .header("cookie", "covo_sid=cccc")
+            .send()
+            .await
+            .unwrap();
+        let mut buf = String::new();
+        let chat = |text: &'static str| {
+            http.post(d.url("/api/chat"))
+                .header("cookie", "covo_sid=cccc")
+                .json_body(&json!({"text": text}))
+                .send()
+        };
+        // Denied on the page.
+        assert_eq!(chat("delete keep.txt").await.unwrap().status(), 202);
+        next_event(
+            &mut s,
+            &mut buf,
+            "approvals",
+            |_| true,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("the approval is announced");
+        let list = http
+            .get(d.url("/api/approvals"))
+            .send()
+            .await
+            .unwrap()
+            .json_value()
+            .await;
+        let p = &list["pending"][0];
+        assert_eq!(p["tool"], "fs_delete", "{list}");
+        assert_eq!(p["args"]["path"], "keep.txt");
+        let id = p["id"].as_u64().unwrap();
+        let r = http
+            .post(d.url(&format!("/api/approvals/{id}")))
+            .json_body(&json!({"approve": false}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let again = http
+            .post(d.url(&format!("/api/approvals/{id}")))
+            .json_body(&json!({"approve": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            again.status(),
+            404,
+            "an answered request cannot be answered again"
+        );
+        let result = next_event(
+            &mut s,
+            &mut buf,
+            "chat",
+            |v| v["kind"] == "result",
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("the call's result");
+        assert_eq!(result["ok"], false, "{result}");
+        assert_eq!(result["error"]["kind"], "approval_denied", "{result}");
+        assert!(
+            result["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("denied on the dashboard"),
+            "{result}"
+        );
+        let answer = next_event(
+            &mut s,
+            &mut buf,
+            "chat",
+            |v| v["kind"] == "answer",
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer["text"], "Not deleted.");
+
+        // Unanswered: declined when approval_secs (2 s) pass.
+        let t = Instant::now();
+        assert_eq!(chat("delete it anyway").await.unwrap().status(), 202);
+        let result = next_event(
+            &mut s,
+            &mut buf,
+            "chat",
+            |v| v["kind"] == "result",
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("the call's result");
+        assert!(t.elapsed() >= Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(result["error"]["kind"], "approval_denied", "{result}");
+        assert!(
+            result["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nobody answered"),
+            "{result}"
+        );
+        let list = http
+            .get(d.url("/api/approvals"))
+            .send()
+            .await
+            .unwrap()
+            .json_value()
+            .await;
+        assert_eq!(
+            list["pending"],
+            json!([]),
+            "the expired request left the table"
+        );
+        let log = http
+            .get(d.url("/api/audit"))
+            .send()
+            .await
+            .unwrap()
+            .json_value()
+            .await;
+        let denied: Vec<_> = log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["tool"] == "fs_delete")
+            .collect();
+        assert_eq!(denied.len(), 2, "{log}");
+        assert!(
+            denied
+                .iter()
+                .all(|e| e["outcome"] == "approval_denied" && e["via"] == "web"),
+            "{log}"
+        );
+    });
+}
