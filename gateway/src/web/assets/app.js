@@ -319,5 +319,7 @@ function init() {
   loadApprovals().catch(() => {});
   loadLog().catch(() => {});
 }
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-else init();
+// After the first frame: the page paints before the stream opens and the data loads.
+const start = () => requestAnimationFrame(() => setTimeout(init, 0));
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();
