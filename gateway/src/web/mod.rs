@@ -413,9 +413,27 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Whether a request without a token may be served: its `Host` names this machine's loopback
+/// (`localhost`, `127.0.0.1`, `[::1]`). A web page elsewhere whose name an attacker points at
+/// 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
+pub fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn authorized(st: &AppState, headers: &HeaderMap) -> bool {
     let Some(token) = &st.token else {
-        return true;
+        // No token: only loopback binds get here (see `Settings`).
+        return loopback_host(headers);
     };
     let bearer = headers
         .get(header::AUTHORIZATION)
@@ -429,6 +447,15 @@ fn authorized(st: &AppState, headers: &HeaderMap) -> bool {
         .any(|given| same(&given, token))
 }
 
+fn not_loopback() -> Response {
+    error(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "without a token this dashboard answers only requests to localhost, 127.0.0.1 or [::1]; \
+         set [web] token to reach it by another name",
+    )
+}
+
 /// An authenticated request; the rejection is a 401 with a structured error.
 struct Authed;
 
@@ -438,6 +465,8 @@ impl FromRequestParts<St> for Authed {
     async fn from_request_parts(parts: &mut Parts, st: &St) -> Result<Self, Self::Rejection> {
         if authorized(st, &parts.headers) {
             Ok(Authed)
+        } else if st.token.is_none() {
+            Err(not_loopback())
         } else {
             Err(error(
                 StatusCode::UNAUTHORIZED,
@@ -488,6 +517,9 @@ fn index_page() -> &'static str {
 
 async fn index(State(st): State<St>, headers: HeaderMap) -> Response {
     if !authorized(&st, &headers) {
+        if st.token.is_none() {
+            return not_loopback();
+        }
         return html(StatusCode::UNAUTHORIZED, asset("login.html").1);
     }
     let mut r = html(StatusCode::OK, index_page());
@@ -1177,5 +1209,14 @@ mod tests {
             Some("read_only")
         );
         assert_eq!(refusal_rule("fine"), None);
+        let host = |h: &'static str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::HOST, HeaderValue::from_static(h));
+            loopback_host(&m)
+        };
+        assert!(host("127.0.0.1:8080") && host("localhost:8080") && host("[::1]:8080"));
+        assert!(host("127.0.0.1") && host("LOCALHOST"));
+        assert!(!host("evil.example:8080") && !host("192.168.1.10:8080") && !host("[fe80::1]:80"));
+        assert!(!loopback_host(&HeaderMap::new()));
     }
 }

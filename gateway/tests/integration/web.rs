@@ -943,3 +943,32 @@ fn a_denied_or_unanswered_destructive_call_does_not_run() {
         );
     });
 }
+
+#[test]
+fn without_a_token_only_requests_to_loopback_names_are_served() {
+    // DNS rebinding: a page on another name that resolves to 127.0.0.1 sends that name.
+    let d = Daemon::start("", None);
+    let http = client();
+    rt().block_on(async {
+        let ok = http.get(d.url("/api/board")).send().await.unwrap();
+        assert_eq!(ok.status(), 200);
+        for path in ["/", "/api/board"] {
+            let r = http
+                .get(d.url(path))
+                .header("host", "attacker.example:8080")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 403, "{path}");
+            let v = r.json_value().await;
+            assert_eq!(v["error"]["kind"], "forbidden", "{v}");
+        }
+        let r = http
+            .get(d.url("/api/board"))
+            .header("host", "localhost")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    });
+}
