@@ -136,8 +136,8 @@ impl Agent {
         }
     }
 
-    /// The path the model's tool calls are audited under (default `Via::Direct`): the channel
-    /// the turn came from, such as `Via::Web` for a dashboard chat.
+    /// The path its tool calls take in the pipeline and the audit log (default
+    /// `Via::Direct`; a Telegram chat's agent calls as `Via::Telegram`).
     pub fn with_via(mut self, via: Via) -> Self {
         self.via = via;
         self
@@ -359,7 +359,8 @@ impl Agent {
                 .map(|c| {
                     let rt = self.rt.clone();
                     let session = self.session.clone();
-                    let (c, via) = (c.clone(), self.via);
+                    let c = c.clone();
+                    let via = self.via;
                     tokio::task::spawn_blocking(move || {
                         let out = dispatch(&rt, &session, via, &c);
                         (c.id, out)
