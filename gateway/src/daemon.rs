@@ -204,6 +204,11 @@ impl Sessions {
         self.slots.is_empty()
     }
 
+    /// The agent of `session` when it is in memory; does not count as a use.
+    pub fn get(&self, session: &str) -> Option<Arc<tokio::sync::Mutex<Agent>>> {
+        self.slots.get(session).map(|s| s.agent.clone())
+    }
+
     /// Drops every idle session unused for longer than the idle time; returns how many.
     pub fn evict_idle(&mut self, now: Instant) -> usize {
         let before = self.slots.len();

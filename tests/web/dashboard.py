@@ -105,6 +105,12 @@ def main():
         wait(d, "the scripted answer", lambda d: any(
             "Hello from the scripted model" in t for t in text_of(d, ".msg.bot")))
 
+        # Opened again, the page shows the conversation so far.
+        d.refresh()
+        wait(d, "the conversation after a reload", lambda d: any(
+            "Hello from the scripted model" in t for t in text_of(d, ".msg.bot")) and "hello" in text_of(d, ".msg.user"))
+        wait(d, "the live stream after the reload", EC.text_to_be_present_in_element((By.ID, "live"), "live"))
+
         # The relay: the switch flips once the board reads the line back high.
         sw = wait(d, "the relay switch", EC.element_to_be_clickable((By.ID, "switch-relay")))
         assert sw.get_attribute("aria-checked") == "false"

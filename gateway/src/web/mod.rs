@@ -314,7 +314,7 @@ fn router(st: St) -> Router {
         .route("/login", post(login))
         .route("/logout", post(logout))
         .route("/api/events", get(events))
-        .route("/api/chat", post(chat))
+        .route("/api/chat", post(chat).get(chat_history))
         .route("/api/chat/new", post(chat_new))
         .route("/api/sensors", get(sensors))
         .route("/api/history", get(history))
@@ -788,6 +788,41 @@ async fn chat(
         emit(&events, "chat", Some(&sid2), body);
     });
     (StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response()
+}
+
+/// Messages of a chat shown when its page is opened again.
+pub const SHOWN_HISTORY: usize = 100;
+
+/// The browser session's conversation so far (its last [`SHOWN_HISTORY`] user messages,
+/// answers and tool calls), so a reloaded page shows it; `busy` while a turn runs.
+async fn chat_history(State(st): State<St>, _: Authed, headers: HeaderMap) -> Response {
+    let agent = {
+        let sessions = st.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.get(&sid(&headers))
+    };
+    let Some(agent) = agent else {
+        return Json(json!({"messages": [], "busy": false})).into_response();
+    };
+    let Ok(agent) = agent.try_lock() else {
+        return Json(json!({"messages": [], "busy": true})).into_response();
+    };
+    let mut shown = Vec::new();
+    for m in agent.history() {
+        match m {
+            crate::llm::Message::User(t) => shown.push(json!({"role": "user", "text": t})),
+            crate::llm::Message::Assistant { text, tool_calls } => {
+                for c in tool_calls {
+                    shown.push(json!({"role": "tool", "tool": c.name, "args": c.arguments}));
+                }
+                if !text.is_empty() {
+                    shown.push(json!({"role": "assistant", "text": text}));
+                }
+            }
+            crate::llm::Message::ToolResult { .. } => {}
+        }
+    }
+    let from = shown.len().saturating_sub(SHOWN_HISTORY);
+    Json(json!({"messages": shown.split_off(from), "busy": false})).into_response()
 }
 
 async fn chat_new(State(st): State<St>, _: Authed, headers: HeaderMap) -> Response {

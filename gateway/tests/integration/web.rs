@@ -577,6 +577,15 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
             1,
             "the refused messages never reached the model"
         );
+        // The conversation so far, for a page opened again; another browser has none.
+        let h = http.get(d.url("/api/chat")).header("authorization", &bearer).header("cookie", "covo_sid=aaaa").send().await.unwrap().json_value().await;
+        assert_eq!(
+            h["messages"],
+            json!([{"role": "user", "text": "hello?"}, {"role": "assistant", "text": "a slow answer"}]),
+            "{h}"
+        );
+        let h = http.get(d.url("/api/chat")).header("authorization", &bearer).header("cookie", "covo_sid=bbbb").send().await.unwrap().json_value().await;
+        assert_eq!(h["messages"], json!([]), "{h}");
     });
     let err = d.stderr.lock().unwrap().clone();
     assert!(!err.contains("panicked"), "{err}");

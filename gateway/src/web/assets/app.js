@@ -229,6 +229,19 @@ function onChat(d) {
   $("chat-log").scrollTop = 1e9;
 }
 
+// The conversation so far, when the page is opened again.
+async function loadChat() {
+  const j = await api("/api/chat");
+  if (!j.messages.length) return;
+  $("chat-log").textContent = "";
+  for (const m of j.messages) {
+    if (m.role === "user") addMsg("user", m.text);
+    else if (m.role === "assistant") addMsg("bot answer", m.text);
+    else $("chat-log").append(el("div", { class: "tool" }, "→ " + m.tool + " " + m.args));
+  }
+  if (j.busy) $("chat-send").disabled = true;
+}
+
 async function sendChat(ev) {
   ev.preventDefault();
   const input = $("chat-input");
@@ -318,6 +331,7 @@ function init() {
   loadSensors().catch(() => {});
   loadApprovals().catch(() => {});
   loadLog().catch(() => {});
+  loadChat().catch(() => {});
 }
 // After the first frame: the page paints before the stream opens and the data loads.
 const start = () => requestAnimationFrame(() => setTimeout(init, 0));
