@@ -23,6 +23,7 @@
 //! - `swarm`: answering other gateways' `swarm_call`s through this gateway's pipeline.
 //! - `user_io`: the terminal as a channel.
 //! - `mcp_client`: external MCP servers' tools as owned tools (`[mcp.servers.NAME]`).
+//! - `web`: the LAN dashboard `covo run` serves (`[web]`, cargo feature `web`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -53,6 +54,8 @@ pub mod swarm;
 pub mod tools;
 pub mod user_io;
 pub mod watch;
+#[cfg(feature = "web")]
+pub mod web;
 
 // The pure core, re-exported under the names the gateway has always used.
 pub use covo_core::{discovery, plan, profile, toolset};

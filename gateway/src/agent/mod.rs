@@ -109,6 +109,7 @@ pub struct Agent {
     persist: bool,
     history_tokens: usize,
     dropped: usize,
+    via: Via,
 }
 
 impl Agent {
@@ -131,7 +132,15 @@ impl Agent {
             persist: true,
             history_tokens,
             dropped: 0,
+            via: Via::Direct,
         }
+    }
+
+    /// The path its tool calls take in the pipeline and the audit log (default
+    /// `Via::Direct`; a Telegram chat's agent calls as `Via::Telegram`).
+    pub fn with_via(mut self, via: Via) -> Self {
+        self.via = via;
+        self
     }
 
     /// Turns off writing turns to the store (benchmarks of the loop itself).
@@ -351,8 +360,9 @@ impl Agent {
                     let rt = self.rt.clone();
                     let session = self.session.clone();
                     let c = c.clone();
+                    let via = self.via;
                     tokio::task::spawn_blocking(move || {
-                        let out = dispatch(&rt, &session, &c);
+                        let out = dispatch(&rt, &session, via, &c);
                         (c.id, out)
                     })
                 })
@@ -391,7 +401,7 @@ pub const NO_MODEL: &str = concat!(
     "or put them under [llm] in covo.toml. Slash commands (/tools, /search, /describe, /call) work without a model."
 );
 
-fn dispatch(rt: &Runtime, session: &Session, c: &ToolCall) -> Result<String, CallError> {
+fn dispatch(rt: &Runtime, session: &Session, via: Via, c: &ToolCall) -> Result<String, CallError> {
     if c.name.is_empty() {
         return Err(ToolError::MalformedJson {
             tool: String::new(),
@@ -399,7 +409,7 @@ fn dispatch(rt: &Runtime, session: &Session, c: &ToolCall) -> Result<String, Cal
         }
         .into());
     }
-    rt.call_raw(session, Via::Direct, &c.name, &c.arguments)
+    rt.call_raw(session, via, &c.name, &c.arguments)
         .map(|v| v.to_string())
 }
 

@@ -40,7 +40,10 @@ const RANK: &[(&str, &[&str])] = &[
         ],
     ),
     ("tools", &["watch", "tools"]),
-    ("agent and daemon", &["agent", "swarm", "daemon", "doctor"]),
+    (
+        "agent and daemon",
+        &["agent", "swarm", "daemon", "web", "doctor"],
+    ),
     ("binary", &["cli", "main"]),
 ];
 

@@ -34,3 +34,5 @@ mod shell;
 mod store_concurrency;
 mod system;
 mod voice_camera;
+#[cfg(feature = "web")]
+mod web;
