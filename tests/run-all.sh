@@ -35,11 +35,15 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
-            lintian:lintian systemd-analyze:systemd; do
+            lintian:lintian systemd-analyze:systemd \
+            chromium:chromium chromedriver:chromium-driver; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# The dashboard's browser test: Debian's chromium and chromium-driver (in the list above) with
+# selenium from a venv (below), which needs python3-venv.
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
@@ -61,7 +65,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   $SUDO apt-get install -y -qq "${apt_extra[@]}" "${missing[@]}"
 fi
-for cmd in qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
+for cmd in chromium chromedriver \
+           qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
            qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
@@ -74,23 +79,31 @@ if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; th
 fi
 python3 -c 'import paho.mqtt.client' \
   || { echo "run-all: paho-mqtt (python3) is missing and could not be installed" >&2; exit 1; }
-# MCP (issue 16): the gateway's MCP tests run real third-party MCP parts. Python ones
-# (tests/mcp/requirements.txt: the official SDK `mcp`, `mcp-server-time`) go in a venv,
-# target/venv-tests ($COVO_TEST_VENV tells the tests where); npm ones
-# (tests/mcp/package.json + package-lock.json: @modelcontextprotocol/server-everything) in
-# tests/mcp/node_modules through `npm ci`. node and npm come from Debian when missing.
+# The test venv (target/venv-tests, $COVO_TEST_VENV; $COVO_TEST_PYTHON is its python): the
+# Python packages the Rust tests drive, from every tests/*/requirements.txt —
+# tests/mcp/requirements.txt: the official MCP SDK `mcp` (a client of `covo mcp`, and small
+# servers) and `mcp-server-time`; tests/web/requirements.txt: selenium, which drives chromium
+# through chromium-driver in the dashboard's browser test (gateway/tests/integration/web.rs).
+# npm packages (tests/mcp/package.json + package-lock.json: the MCP Inspector's CLI,
+# @modelcontextprotocol/server-everything) go in tests/mcp/node_modules through `npm ci`; node
+# and npm come from Debian when missing.
 if ! need node || ! need npm; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm
 fi
 need node && need npm || { echo "run-all: node and npm are missing and could not be installed" >&2; exit 1; }
-export COVO_TEST_VENV=${COVO_TEST_VENV:-$PWD/target/venv-tests}
+export COVO_TEST_VENV=${COVO_TEST_VENV:-${CARGO_TARGET_DIR:-$PWD/target}/venv-tests}
 if [ ! -x "$COVO_TEST_VENV/bin/python" ]; then
   python3 -m venv "$COVO_TEST_VENV" \
     || { echo "run-all: python3 -m venv failed (apt-get install python3-venv)" >&2; exit 1; }
 fi
-"$COVO_TEST_VENV/bin/pip" install --quiet -r tests/mcp/requirements.txt \
-  || { echo "run-all: pip install -r tests/mcp/requirements.txt failed" >&2; exit 1; }
+for req in tests/*/requirements.txt; do
+  "$COVO_TEST_VENV/bin/python" -m pip install --quiet -r "$req" \
+    || { echo "run-all: pip install -r $req failed" >&2; exit 1; }
+done
+"$COVO_TEST_VENV/bin/python" -c 'import selenium, mcp' \
+  || { echo "run-all: selenium or mcp is missing from $COVO_TEST_VENV and could not be installed" >&2; exit 1; }
+export COVO_TEST_PYTHON=$COVO_TEST_VENV/bin/python
 (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error) \
   || { echo "run-all: npm ci in tests/mcp failed" >&2; exit 1; }
 # zig and cargo-zigbuild come from PyPI (Debian's Python refuses a plain pip install: PEP 668).

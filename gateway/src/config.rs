@@ -213,8 +213,8 @@ pub struct RunConfig {
     /// ask, so they are declined).
     #[serde(default)]
     pub approve: bool,
-    /// With MQTT on, declared sensors without `sample_interval_secs` are sampled (and their
-    /// telemetry published) this often, in seconds (default 60).
+    /// With MQTT or the dashboard on, declared sensors without `sample_interval_secs` are
+    /// sampled (and their telemetry published) this often, in seconds (default 60).
     pub telemetry_secs: Option<u64>,
     /// Chat sessions kept in memory at once (default 32). A new session beyond it evicts the
     /// least recently used idle one; when every one is busy it is refused.
@@ -417,6 +417,24 @@ pub fn mcp_server_problem(name: &str, s: &McpServerConfig) -> Option<(&'static s
     None
 }
 
+/// `[web]`: the dashboard `covo run` serves (cargo feature `web`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// The address and port to listen on (`127.0.0.1:8080`); unset, no dashboard.
+    pub bind: Option<String>,
+    /// The token every page and API call needs (else `$COVO_WEB_TOKEN`). Required when `bind`
+    /// is not a loopback address; `covo run` refuses to start without one then.
+    pub token: Option<String>,
+    /// Dashboard chat sessions (one per browser) held at once (default 8).
+    pub max_sessions: Option<usize>,
+    /// Live event streams (open dashboard pages) at once (default 16).
+    pub max_streams: Option<usize>,
+    /// How long a destructive call waits on the dashboard for Approve or Deny, in seconds
+    /// (default 120); no answer declines it.
+    pub approval_secs: Option<u64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -479,6 +497,9 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Telegram chat; `None` means no bot.
     pub telegram: Option<TelegramConfig>,
+    /// The web dashboard.
+    #[serde(default)]
+    pub web: WebConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

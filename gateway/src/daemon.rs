@@ -204,6 +204,11 @@ impl Sessions {
         self.slots.is_empty()
     }
 
+    /// The agent of `session` when it is in memory; does not count as a use.
+    pub fn get(&self, session: &str) -> Option<Arc<tokio::sync::Mutex<Agent>>> {
+        self.slots.get(session).map(|s| s.agent.clone())
+    }
+
     /// Drops every idle session unused for longer than the idle time; returns how many.
     pub fn evict_idle(&mut self, now: Instant) -> usize {
         let before = self.slots.len();
@@ -260,6 +265,22 @@ pub async fn serve(
     rt: Arc<Runtime>,
     model: Option<Arc<dyn ChatModel>>,
     stop: CancellationToken,
+) -> anyhow::Result<()> {
+    serve_with(rt, model, stop, None).await
+}
+
+/// Where `covo run` sends each sensor sample as it is taken (the `sensor_read` JSON, keyed by
+/// sensor), besides its telemetry topic: the dashboard's live values. A bounded broadcast: a
+/// listener that falls behind loses the oldest samples, never holds up sampling.
+pub type SampleTap = tokio::sync::broadcast::Sender<(String, Value)>;
+
+/// [`serve`], also sending every sample to `samples`. With a tap and no MQTT, sensors
+/// without their own interval are sampled every `[run] telemetry_secs` too.
+pub async fn serve_with(
+    rt: Arc<Runtime>,
+    model: Option<Arc<dyn ChatModel>>,
+    stop: CancellationToken,
+    samples: Option<SampleTap>,
 ) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::channel::<Message>(crate::link::SUB_QUEUE);
     let mut subs = Vec::new();
@@ -321,7 +342,8 @@ pub async fn serve(
         eprintln!("covo run: {}", agent::NO_MODEL);
     }
     let poll = Duration::from_secs(rt.config().agent.schedule_poll_secs.unwrap_or(15).max(1));
-    let telemetry_every = link.map(|_| rt.config().run.telemetry_secs.unwrap_or(60).max(1));
+    let telemetry_every = (link.is_some() || samples.is_some())
+        .then(|| rt.config().run.telemetry_secs.unwrap_or(60).max(1));
     let tick = poll.min(Duration::from_secs(telemetry_every.unwrap_or(u64::MAX)));
     let mut ticker = tokio::time::interval(tick);
     // One agent per chat session, each behind its own lock: turns of one session run in order,
@@ -453,10 +475,21 @@ pub async fn serve(
                 // call); one round at a time: a tick that finds the last one running skips.
                 if sampling.as_ref().is_none_or(|h| h.is_finished()) {
                     let (rt2, last, topics2) = (rt.clone(), sampled.clone(), topics.clone());
+                    let tap = samples.clone();
                     sampling = Some(tokio::task::spawn_blocking(move || {
                         let samples = {
                             let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
-                            crate::tools::sensors::sample_due_readings(rt2.as_ref(), &mut last, telemetry_every)
+                            let mut out = Vec::new();
+                            // Each sample reaches the tap as soon as it is taken, before the
+                            // next sensor is read.
+                            crate::tools::sensors::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
+                                if let (Some(tap), Ok(v)) = (&tap, &r) {
+                                    // No listener is no error.
+                                    let _ = tap.send((name.to_string(), v.clone()));
+                                }
+                                out.push((name.to_string(), r));
+                            });
+                            out
                         };
                         for (name, r) in samples {
                             match (r, &topics2) {

@@ -24,6 +24,7 @@
 //! - `user_io`: the terminal as a channel.
 //! - `mcp_client`: external MCP servers' tools as owned tools (`[mcp.servers.NAME]`).
 //! - `telegram`: chat from Telegram inside `covo run` (cargo feature `telegram`).
+//! - `web`: the LAN dashboard `covo run` serves (`[web]`, cargo feature `web`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -56,6 +57,8 @@ pub mod telegram;
 pub mod tools;
 pub mod user_io;
 pub mod watch;
+#[cfg(feature = "web")]
+pub mod web;
 
 // The pure core, re-exported under the names the gateway has always used.
 pub use covo_core::{discovery, plan, profile, toolset};

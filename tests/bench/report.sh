@@ -15,7 +15,9 @@
 # - MQTT round trip vs raw MQTT: peer/benches/peer.rs against a real mosquitto on loopback;
 # - binary sizes, idle RSS, cold start: tests/bench/footprint.sh on the host edge build (and the
 #   aarch64 build if tests/cross/build.sh made one; this script does not cross-build);
-# - firmware sizes: llvm-size on the release images of firmware/qemu-lm3s6965 and firmware/rp2040.
+# - firmware sizes: llvm-size on the release images of firmware/qemu-lm3s6965 and firmware/rp2040;
+# - the dashboard's first paint and sample-to-page latency: tests/bench/web.sh (headless
+#   chromium with selenium from the test venv) on the host edge build.
 # Needs mosquitto, musl-tools, llvm (llvm-size), the thumbv6m/thumbv7m targets. Builds what it
 # measures first; the measuring itself took 6 minutes on 2 shared cores (QUICK=1 shortens the
 # criterion part).
@@ -201,6 +203,13 @@ row footprint "idle RSS of \`covo run\`, edge build, sim board, broker connected
 l=$(pick footprint '^covo tools list: ')
 row footprint "cold start of \`covo tools list\` (median; edge build)" \
   "$(sed -E 's/^covo tools list: ([0-9.]+ ms) absolute \([^)]*\), ([0-9.]+ ms) over \/bin\/true, ([0-9.]+x) .*/\1 (\2 over \/bin\/true, \3 \/bin\/true)/' <<<"$l")" "≤ 5 ms"
+
+# ---- the web dashboard ----
+measure web 'paint|DOMContentLoaded|sample' env BIN="$host_bin" bash tests/bench/web.sh
+sum() { sed -E 's/^[^:]+: n=([0-9]+) median=([0-9.]+ ms) p95=([0-9.]+ ms) max=([0-9.]+ ms).*/median \2, p95 \3, max \4 (n = \1)/'; }
+row web "dashboard first paint on loopback (Chrome paint timing, from a blank tab)" \
+  "$(pick web '^first paint:' | sum); a one-line page from another loopback server: $(pick web 'baseline: first paint' | sum)" "≤ 100 ms"
+row web "dashboard: a sensor sample on the page after its timestamp" "$(pick web '^sample -> page:' | sum)" "≤ 100 ms"
 
 # ---- firmware sizes ----
 fw_q=$target_dir/thumbv7m-none-eabi/release/covo-fw-qemu

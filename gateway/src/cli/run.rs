@@ -19,6 +19,7 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
         .max_blocking_threads(crate::daemon::BLOCKING_THREADS)
         .thread_keep_alive(std::time::Duration::from_secs(2))
         .build()?;
+    let web = web_settings(&rt)?;
     let served = runtime.block_on(async move {
         let stop = CancellationToken::new();
         let s = stop.clone();
@@ -37,8 +38,9 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             eprintln!("covo run: stopping");
             s.cancel();
         });
+        let samples = serve_web(web, &rt, &model, &stop).await?;
         let telegram = start_telegram(&rt, &model, &stop);
-        let served = crate::daemon::serve(rt, model, stop).await;
+        let served = crate::daemon::serve_with(rt, model, stop, samples).await;
         if let Some(t) = telegram {
             // It stops with `stop`, letting turns in flight send what they have.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(8), t).await;
@@ -81,4 +83,65 @@ fn start_telegram(
         );
     }
     None
+}
+
+/// The dashboard's settings (`[web]`), checked before anything starts: a non-loopback bind
+/// without a token refuses to start `covo run`.
+#[cfg(feature = "web")]
+fn web_settings(rt: &Runtime) -> anyhow::Result<Option<crate::web::Settings>> {
+    let idle = std::time::Duration::from_secs(
+        rt.config()
+            .run
+            .session_idle_secs
+            .unwrap_or(crate::daemon::DEFAULT_SESSION_IDLE_SECS),
+    );
+    let env = std::env::var("COVO_WEB_TOKEN").ok();
+    Ok(crate::web::Settings::from_config(
+        &rt.config().web,
+        env,
+        idle,
+    )?)
+}
+
+#[cfg(not(feature = "web"))]
+fn web_settings(rt: &Runtime) -> anyhow::Result<Option<()>> {
+    if rt.config().web.bind.is_some() {
+        eprintln!("covo run: [web] is set, but this covo was built without the `web` feature");
+    }
+    Ok(None)
+}
+
+/// Starts the dashboard beside the daemon's loop; returns where the sampler sends samples.
+#[cfg(feature = "web")]
+async fn serve_web(
+    web: Option<crate::web::Settings>,
+    rt: &Arc<Runtime>,
+    model: &Option<Arc<dyn crate::llm::ChatModel>>,
+    stop: &CancellationToken,
+) -> anyhow::Result<Option<crate::daemon::SampleTap>> {
+    let Some(settings) = web else {
+        return Ok(None);
+    };
+    let auth = if settings.token.is_some() {
+        "token required"
+    } else {
+        "no token: loopback only"
+    };
+    let d = crate::web::Dashboard::bind(settings, rt.clone(), model.clone(), stop.clone()).await?;
+    if let Some(a) = d.local_addr() {
+        eprintln!("covo run: dashboard on http://{a}/ ({auth})");
+    }
+    let samples = d.samples();
+    tokio::spawn(d.serve());
+    Ok(Some(samples))
+}
+
+#[cfg(not(feature = "web"))]
+async fn serve_web(
+    _: Option<()>,
+    _: &Arc<Runtime>,
+    _: &Option<Arc<dyn crate::llm::ChatModel>>,
+    _: &CancellationToken,
+) -> anyhow::Result<Option<crate::daemon::SampleTap>> {
+    Ok(None)
 }

@@ -159,3 +159,123 @@ impl Store {
         .collect()
     }
 }
+
+/// One point of a reading history averaged over a time bucket (the dashboard's charts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    /// The bucket's start, Unix seconds.
+    pub at: i64,
+    /// The mean value in it.
+    pub value: f64,
+}
+
+/// The most points [`Store::reading_buckets`] returns.
+pub const MAX_BUCKETS: i64 = 240;
+
+impl Store {
+    /// The latest reading of every series sampled since `since` (Unix seconds): one row per
+    /// (sensor, quantity, unit), at most one per series (4,095).
+    pub fn latest_readings(&self, since: i64) -> Result<Vec<Reading>, StoreError> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT s.sensor, s.quantity, x.value, s.unit, x.key >> 12
+             FROM (SELECT max(key) AS k FROM samples WHERE key >= ?1 GROUP BY key & 4095) m
+             JOIN samples x ON x.key = m.k
+             JOIN series s ON s.id = (x.key & 4095)
+             ORDER BY s.sensor, s.quantity",
+        )?;
+        let rows = st.query_map(params![sample_key(since.max(0), 0)], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?;
+        rows.map(|r| {
+            let (sensor, quantity, value, unit, at) = r?;
+            let at = chrono::DateTime::from_timestamp(at, 0)
+                .ok_or_else(|| StoreError::Data(format!("bad reading time {at}")))?;
+            Ok(Reading {
+                sensor,
+                quantity,
+                value,
+                unit,
+                at: fmt_time(at),
+            })
+        })
+        .collect()
+    }
+
+    /// One quantity of a sensor between two times (Unix seconds), averaged over equal buckets
+    /// so that at most [`MAX_BUCKETS`] points come back, oldest first.
+    pub fn reading_buckets(
+        &self,
+        sensor: &str,
+        quantity: &str,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<Bucket>, StoreError> {
+        let (since, until) = (since.max(0), until.max(0));
+        let width = ((until - since + MAX_BUCKETS - 1) / MAX_BUCKETS).max(1);
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT ((x.key >> 12) / ?4) * ?4 AS t, avg(x.value)
+             FROM samples x JOIN series s ON s.id = (x.key & 4095)
+             WHERE s.sensor = ?1 AND s.quantity = ?2 AND x.key >= ?3 AND x.key <= ?5
+             GROUP BY t ORDER BY t",
+        )?;
+        let rows = st.query_map(
+            params![
+                sensor,
+                quantity,
+                sample_key(since, 0),
+                width,
+                sample_key(until, SERIES_MASK)
+            ],
+            |r| {
+                Ok(Bucket {
+                    at: r.get(0)?,
+                    value: r.get(1)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod dashboard_tests {
+    use super::*;
+
+    #[test]
+    fn latest_and_buckets() {
+        let s = Store::in_memory().unwrap();
+        let t0 = 1_700_000_000i64;
+        for i in 0..1000 {
+            let at = fmt_time(chrono::DateTime::from_timestamp(t0 + i, 0).unwrap());
+            s.log_reading(
+                "climate",
+                &at,
+                &[("temperature", i as f64, "degC"), ("humidity", 50.0, "%")],
+            )
+            .unwrap();
+        }
+        let latest = s.latest_readings(t0).unwrap();
+        assert_eq!(latest.len(), 2, "{latest:?}");
+        let t = latest.iter().find(|r| r.quantity == "temperature").unwrap();
+        assert_eq!(t.value, 999.0);
+        let b = s
+            .reading_buckets("climate", "temperature", t0, t0 + 1000)
+            .unwrap();
+        assert!(
+            b.len() as i64 <= MAX_BUCKETS + 1 && b.len() > 100,
+            "{}",
+            b.len()
+        );
+        assert!(b.windows(2).all(|w| w[0].at < w[1].at));
+        assert_eq!(b[0].value, 2.0, "the mean of 0..=4 (5-second buckets)");
+        assert!(s.latest_readings(t0 + 5000).unwrap().is_empty());
+    }
+}

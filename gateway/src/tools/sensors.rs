@@ -337,13 +337,27 @@ pub fn sample_due_readings(
     last: &mut std::collections::HashMap<String, std::time::Instant>,
     default_every: Option<u64>,
 ) -> Vec<(String, Result<Value, String>)> {
+    let mut out = Vec::new();
+    sample_due_each(rt, last, default_every, |name, r| {
+        out.push((name.to_string(), r))
+    });
+    out
+}
+
+/// Like [`sample_due_readings`], handing each sample to `each` as soon as it is taken, before
+/// the next sensor is read (the dashboard shows it within milliseconds of its timestamp).
+pub fn sample_due_each(
+    rt: &dyn Services,
+    last: &mut std::collections::HashMap<String, std::time::Instant>,
+    default_every: Option<u64>,
+    mut each: impl FnMut(&str, Result<Value, String>),
+) {
     let watched: Vec<String> = rt
         .store()
         .and_then(|s| s.watches())
         .map(|ws| ws.into_iter().map(|w| w.sensor).collect())
         .unwrap_or_default();
     let now = std::time::Instant::now();
-    let mut out = Vec::new();
     for d in &rt.board().def().device {
         if sensors::quantities(&d.driver).is_empty() {
             continue;
@@ -366,7 +380,6 @@ pub fn sample_due_readings(
         }
         last.insert(d.name.clone(), now);
         let r = read_and_log(rt, &d.name).map_err(|e| format!("{e:?}"));
-        out.push((d.name.clone(), r));
+        each(&d.name, r);
     }
-    out
 }

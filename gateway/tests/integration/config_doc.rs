@@ -4,7 +4,7 @@
 
 use covo::config::{
     AgentConfig, Config, FsConfig, LlmConfig, McpConfig, McpServerConfig, MqttConfig, NotifyConfig,
-    PolicyConfig, ProfileConfig, RunConfig, SwarmConfig, TelegramConfig, ToolsetConfig,
+    PolicyConfig, ProfileConfig, RunConfig, SwarmConfig, TelegramConfig, ToolsetConfig, WebConfig,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::collections::BTreeSet;
@@ -93,6 +93,7 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
         ("`[mcp]`", fields::<McpConfig>()),
         ("`[mcp.servers.NAME]`", fields::<McpServerConfig>()),
         ("`[telegram]`", fields::<TelegramConfig>()),
+        ("`[web]`", fields::<WebConfig>()),
     ];
     let mut problems = Vec::new();
     for (heading, keys) in &sections {
@@ -134,6 +135,7 @@ fn the_documented_example_parses_and_sets_every_section() {
     assert_eq!(c.mqtt.as_ref().and_then(|m| m.call_timeout_ms), Some(30000));
     assert_eq!(c.run.telemetry_secs, Some(60));
     assert_eq!(c.swarm.expose, Some(vec!["sensor_*".to_string()]));
+    assert_eq!(c.web.bind.as_deref(), Some("127.0.0.1:8080"));
     assert_eq!(c.profiles["lab"].deny, vec!["gpio_write".to_string()]);
     assert_eq!(c.toolsets["greenhouse"].includes, vec!["core".to_string()]);
     // A stdio and an HTTP MCP server: between them, every key of a server.
@@ -162,6 +164,7 @@ fn the_documented_example_parses_and_sets_every_section() {
         ("[notify]", fields::<NotifyConfig>()),
         ("[swarm]", fields::<SwarmConfig>()),
         ("[telegram]", fields::<TelegramConfig>()),
+        ("[web]", fields::<WebConfig>()),
     ] {
         let value: toml::Table = toml::from_str(text).unwrap();
         let table = if section.is_empty() {

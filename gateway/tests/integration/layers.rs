@@ -42,7 +42,7 @@ const RANK: &[(&str, &[&str])] = &[
     ("tools", &["watch", "tools"]),
     (
         "agent and daemon",
-        &["agent", "swarm", "daemon", "telegram", "doctor"],
+        &["agent", "swarm", "daemon", "web", "telegram", "doctor"],
     ),
     ("binary", &["cli", "main"]),
 ];

@@ -36,3 +36,5 @@ mod system;
 #[cfg(feature = "telegram")]
 mod telegram;
 mod voice_camera;
+#[cfg(feature = "web")]
+mod web;
