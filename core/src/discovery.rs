@@ -210,7 +210,30 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
         &["list", "read", "status", "info"],
     ),
     (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
+    (
+        &[
+            "adjust",
+            "amend",
+            "change",
+            "correct",
+            "edit",
+            "fix",
+            "modify",
+            "replace",
+            "substitute",
+            "swap",
+            "tweak",
+            "update",
+        ],
+        &["edit", "update", "patch"],
+    ),
 ];
+
+/// The toolsets that act on workspace files, favoured when the query names a file or path.
+const FILE_TOOLSETS: &[&str] = &["fs", "patch", "search"];
+
+/// How much a file tool is favoured when the query names a file or a path.
+const FILE_BOOST: f32 = 1.15;
 
 /// How much a tool whose name performs the query's action is favoured.
 const VERB_BOOST: f32 = 1.2;
@@ -243,6 +266,13 @@ const QUESTION_OPENERS: &[&str] = &[
     "whats", "when", "where", "which", "who", "why",
 ];
 
+/// Whether the query opens with a question word.
+fn is_question(query: &str) -> bool {
+    words(query)
+        .next()
+        .is_some_and(|w| QUESTION_OPENERS.contains(&w.as_str()))
+}
+
 /// Phrases whose words mean little alone but much together, with what they add to the query.
 const PHRASES: &[(&[&str], &str)] = &[
     (
@@ -266,6 +296,21 @@ const PHRASES: &[(&[&str], &str)] = &[
     ),
     (
         &[
+            "my list",
+            "on the list",
+            "to the list",
+            "from the list",
+            "off the list",
+            "shopping list",
+            "task list",
+            "todo list",
+            "my todo",
+            "the todo",
+        ],
+        "todo",
+    ),
+    (
+        &[
             "did we",
             "we decided",
             "we said",
@@ -281,17 +326,136 @@ const PHRASES: &[(&[&str], &str)] = &[
 /// by the person ("tell them…", "give the user an update", "report back to me").
 fn addresses_the_user(query: &str) -> bool {
     const TELL: &[&str] = &[
-        "answer", "give", "inform", "message", "msg", "reply", "report", "send", "tell", "update",
+        "answer", "drop", "give", "inform", "let", "message", "msg", "ping", "reply", "report",
+        "say", "send", "shoot", "tell", "text", "update",
     ];
-    const PEOPLE: &[&str] = &["everyone", "me", "us", "user", "users"];
     let ws: Vec<String> = words(query).collect();
     ws.iter().enumerate().any(|(i, w)| {
-        TELL.contains(&w.as_str())
+        let person = ws[i + 1..]
+            .iter()
+            .take(3)
+            .find(|p| PEOPLE.contains(&p.as_str()));
+        match person {
+            // "give me the readings" asks for something; "give me a heads up" is told something.
+            Some(p) if w == "give" && (p == "me" || p == "us") => ws[i + 1..]
+                .iter()
+                .take(4)
+                .any(|n| ["heads", "shout", "ping", "update", "word"].contains(&n.as_str())),
+            Some(_) => TELL.contains(&w.as_str()),
+            None => false,
+        }
+    })
+}
+
+/// Words naming the person covo talks to, or someone on their side.
+const PEOPLE: &[&str] = &[
+    "everybody",
+    "everyone",
+    "her",
+    "him",
+    "me",
+    "owner",
+    "them",
+    "us",
+    "user",
+    "users",
+    "whoever",
+];
+
+/// Whether the query asks to put a question to a person: "ask them", "ask the user which…",
+/// "check with me".
+fn asks_the_user(query: &str) -> bool {
+    let ws: Vec<String> = words(query).collect();
+    ws.iter().enumerate().any(|(i, w)| {
+        (w == "ask" || (w == "check" && ws.get(i + 1).is_some_and(|n| n == "with")))
             && ws[i + 1..]
                 .iter()
                 .take(3)
                 .any(|p| PEOPLE.contains(&p.as_str()))
     })
+}
+
+/// Words that name a file or folder (a file name or path in the query counts too).
+const FILE_WORDS: &[&str] = &["dir", "directory", "file", "files", "folder", "folders"];
+
+/// What the query is about when words of each group occur in it together, with what that adds
+/// to the query: an object and an aspect of it that the tools' words alone do not tell apart
+/// ("how big is the log file" asks for a file's metadata, not the log).
+const CUES: &[(&[&[&str]], &str)] = &[
+    // A file's metadata.
+    (
+        &[
+            FILE_WORDS,
+            &[
+                "age", "big", "bigger", "bytes", "executable", "gb", "heavy", "huge", "kb", "large",
+                "larger", "mb", "metadata", "mtime", "owned", "owner", "owns", "permission",
+                "permissions", "perms", "size", "timestamp",
+            ],
+        ],
+        "stat metadata size",
+    ),
+    (&[FILE_WORDS, &["how"], &["old", "recent", "new"]], "stat metadata modified"),
+    (
+        &[
+            FILE_WORDS,
+            &["date", "last", "time", "when"],
+            &[
+                "change", "changed", "created", "edited", "modified", "saved", "touched",
+                "updated", "written",
+            ],
+        ],
+        "stat metadata modified",
+    ),
+    // What an image shows.
+    (
+        &[
+            &[
+                "describe", "identify", "recognise", "recognize", "see", "what", "whats", "who",
+            ],
+            &[
+                "image", "images", "photo", "photos", "pic", "picture", "pictures", "snapshot",
+            ],
+        ],
+        "describe",
+    ),
+    // What a background process printed.
+    (
+        &[
+            &[
+                "background", "build", "compile", "compiler", "daemon", "job", "process",
+                "processes", "program", "script", "server", "task", "test", "tests",
+            ],
+            &[
+                "console", "output", "outputs", "print", "printed", "printing", "prints", "said",
+                "saying", "spat", "spit", "stderr", "stdout", "wrote",
+            ],
+        ],
+        "process output",
+    ),
+    (
+        &[
+            &[
+                "background", "build", "compile", "job", "process", "script", "task", "tests",
+            ],
+            &["log", "logged", "logging", "logs"],
+        ],
+        "process output",
+    ),
+];
+
+/// What the query's co-occurring cue words add to it (`CUES`).
+fn cue_words(ws: &[String], names_a_file: bool) -> String {
+    let mut out = String::new();
+    for (groups, more) in CUES {
+        let all = groups.iter().all(|g| {
+            (names_a_file && g.contains(&"file")) || ws.iter().any(|w| g.contains(&w.as_str()))
+        });
+        if all {
+            out.push(' ');
+            out.push_str(more);
+        }
+    }
+    out
 }
 
 /// Whether `text` holds `phrase` as whole words.
@@ -358,7 +522,6 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("online", "web internet"),
     ("internet", "web"),
     ("google", "web search"),
-    ("talk", "conversation"),
     ("talked", "conversation"),
     ("chat", "conversation"),
     ("discussed", "conversation"),
@@ -376,6 +539,21 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("repo", "repository git"),
     ("cfg", "config"),
     ("addr", "address"),
+    ("big", "size"),
+    ("large", "size"),
+    ("huge", "size"),
+    ("sd", "disk storage"),
+    ("sdcard", "disk storage"),
+    ("ssd", "disk storage"),
+    ("settings", "config"),
+    ("spreadsheet", "csv export"),
+    ("excel", "csv export"),
+    ("checklist", "todo"),
+    ("task", "todo"),
+    ("tasks", "todo"),
+    ("chores", "todo"),
+    ("errands", "todo"),
+    ("notes", "memory"),
 ];
 
 /// One search result.
@@ -555,14 +733,27 @@ impl TextIndex {
         let query = without_payload(&query);
         let mut q = String::with_capacity(query.len() * 2);
         let mut extra = String::new();
+        let mut names_a_file = false;
         if names_a_time(&query) {
-            extra.push_str(" schedule schedule create");
+            // A time asks for a schedule; to create one unless the query removes or lists.
+            extra.push_str(" schedule schedule");
+            let other_action = words(&query).any(|w| {
+                VERB_CLASSES
+                    .iter()
+                    .any(|(verbs, names)| !names.contains(&"create") && verbs.contains(&w.as_str()))
+            });
+            if !other_action && !is_question(&query) {
+                extra.push_str(" create");
+            }
         }
         if names_a_threshold(&query) {
             extra.push_str(" watch threshold");
         }
         if addresses_the_user(&query) {
             extra.push_str(" send message user");
+        }
+        if asks_the_user(&query) {
+            extra.push_str(" ask clarification question");
         }
         for (phrases, more) in PHRASES {
             if phrases.iter().any(|p| contains_phrase(&query, p)) {
@@ -588,10 +779,12 @@ impl TextIndex {
             if looks_like_file(bare) {
                 // The name is an argument; that it names a file is what tells the tool apart.
                 q.push_str(" file ");
+                names_a_file = true;
                 continue;
             }
             if looks_like_path(bare) {
                 q.push_str(" file folder ");
+                names_a_file = true;
                 continue;
             }
             if looks_like_topic(bare) {
@@ -603,6 +796,8 @@ impl TextIndex {
             q.push(' ');
         }
         let mut q = q.replace(['_', '-', '/'], " ");
+        let query_words: Vec<String> = words(&query).collect();
+        q.push_str(&cue_words(&query_words, names_a_file));
         q.push_str(&extra);
         let ws: Vec<String> = words(&q).collect();
         for w in &ws {
@@ -753,10 +948,20 @@ fn names_a_time(query: &str) -> bool {
         "minute", "hour", "day", "week", "month", "morning", "evening", "night", "weekday",
         "weekend",
     ];
+    // Words that name when on their own: a day, or a repetition (in a question they more often
+    // ask about the past: "was it colder on monday").
+    let question = is_question(query);
+    const WHEN: &[&str] = &[
+        "daily", "fortnightly", "friday", "fridays", "hourly", "monday", "mondays", "monthly",
+        "nightly", "saturday", "saturdays", "sunday", "sundays", "thursday", "thursdays",
+        "tomorrow", "tonight", "tuesday", "tuesdays", "wednesday", "wednesdays", "weekdays",
+        "weekly",
+    ];
     ws.iter().enumerate().any(|(i, w)| {
         let next = ws.get(i + 1).map(String::as_str).unwrap_or("");
         let after = ws.get(i + 2).map(String::as_str).unwrap_or("");
         clock(w)
+            || (WHEN.contains(&w.as_str()) && !question)
             || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
             || (w == "in"
                 && (number(next) || next == "a" || next == "an")
@@ -818,13 +1023,14 @@ impl SearchIndex {
     /// The best `limit` tools for `query`, best first; ties keep catalog order, so the result is
     /// deterministic. A question favours tools that only read.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let names_a_file = query
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && !"/~".contains(c)))
+            .any(|w| looks_like_file(w) || looks_like_path(w));
         let about_a_tool = self.about_a_named_tool(query);
         let query = about_a_tool.as_deref().unwrap_or(query);
         let mut scored = self.text.scores(query);
-        let question = words(query)
-            .next()
-            .is_some_and(|w| QUESTION_OPENERS.contains(&w.as_str()));
-        if question {
+        if is_question(query) {
             for (i, s) in &mut scored {
                 if self.tools[*i].effect == Effect::Read {
                     *s *= QUESTION_READ_BOOST;
@@ -846,6 +1052,9 @@ impl SearchIndex {
             .collect();
         for (i, s) in &mut scored {
             let name = self.tools[*i].name;
+            if names_a_file && FILE_TOOLSETS.contains(&self.tools[*i].toolset) {
+                *s *= FILE_BOOST;
+            }
             if name.ends_with("_list") && plural_of.iter().any(|p| name.split('_').any(|t| t == p))
             {
                 *s *= PLURAL_LIST_BOOST;
