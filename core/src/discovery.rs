@@ -199,7 +199,8 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
     ),
     (
         &[
-            "add", "create", "launch", "make", "new", "remind", "run", "set", "spawn", "start",
+            "add", "append", "create", "insert", "jot", "launch", "make", "new", "put", "record",
+            "remind", "run", "save", "set", "spawn", "start",
         ],
         &[
             "add", "create", "spawn", "start", "store", "generate", "write",
