@@ -267,6 +267,39 @@ const QUESTION_OPENERS: &[&str] = &[
     "whats", "when", "where", "which", "who", "why",
 ];
 
+/// Phrasal verbs and idioms, rewritten to the one word that says what they ask before anything
+/// else reads the query ("call off the reminder" removes, it calls nothing).
+const REWRITES: &[(&str, &str)] = &[
+    ("call off", "cancel"),
+    ("get rid of", "remove"),
+    ("do away with", "remove"),
+    ("push back", "postpone"),
+    ("look through", "search"),
+    ("dig up", "search"),
+    ("keep an eye on", "watch"),
+    ("keep tabs on", "watch"),
+    ("heads up", "notify message"),
+    ("spin up", "start"),
+    ("fire up", "start"),
+    ("boot up", "start"),
+    ("shut down", "stop"),
+    ("power cycle", "reboot"),
+    ("write down", "write"),
+    ("jot down", "jot"),
+    ("print out", "print"),
+];
+
+/// The query in lower case with its phrasal verbs rewritten (`REWRITES`).
+fn normalise(query: &str) -> String {
+    let mut q = query.to_lowercase();
+    for (phrase, word) in REWRITES {
+        if contains_phrase(&q, phrase) {
+            q = q.replace(phrase, word);
+        }
+    }
+    q
+}
+
 /// Whether the query opens with a question word.
 fn is_question(query: &str) -> bool {
     words(query)
@@ -431,7 +464,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "saying", "spat", "spit", "stderr", "stdout", "wrote",
             ],
         ],
-        "process output",
+        "process output stdout print",
     ),
     (
         &[
@@ -1018,7 +1051,8 @@ impl SearchIndex {
         if !meta || named.starts_with("tool_") {
             return None;
         }
-        Some(query.replace(named, "tool"))
+        let asks_how = is_question(query) || words(query).any(|w| w == "usage" || w == "schema");
+        Some(query.replace(named, "tool") + if asks_how { " describe" } else { "" })
     }
 
     /// The best `limit` tools for `query`, best first; ties keep catalog order, so the result is
@@ -1028,6 +1062,7 @@ impl SearchIndex {
             .split_whitespace()
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && !"/~".contains(c)))
             .any(|w| looks_like_file(w) || looks_like_path(w));
+        let query = &normalise(query);
         let about_a_tool = self.about_a_named_tool(query);
         let query = about_a_tool.as_deref().unwrap_or(query);
         let mut scored = self.text.scores(query);
@@ -1046,6 +1081,10 @@ impl SearchIndex {
                     .map(|(_, names)| *names)
             })
             .collect();
+        // A time in a request that neither removes nor lists asks to do something later.
+        let later = names_a_time(query)
+            && !is_question(query)
+            && !actions.iter().any(|names| !names.contains(&"create"));
         // A plural of a word in tool names ("skills", "goals", "processes") asks for the list.
         let plural_of: Vec<String> = words(query)
             .filter(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss"))
@@ -1064,6 +1103,9 @@ impl SearchIndex {
                 .iter()
                 .any(|names| name.split('_').any(|t| names.contains(&t)))
             {
+                *s *= VERB_BOOST;
+            }
+            if later && name == "schedule_create" {
                 *s *= VERB_BOOST;
             }
         }
