@@ -492,6 +492,23 @@ fn cue_words(ws: &[String], names_a_file: bool) -> String {
     out
 }
 
+/// Whether the query asks about the user's own things or past words ("what's my favourite
+/// colour", "what was my neighbour's name again", "did I ever mention…"): what covo was told.
+/// "My" must be followed by a word no tool document knows ("what's my ip address" is about the
+/// network).
+fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
+    let ws: Vec<String> = words(query).collect();
+    let told = ["mention", "mentioned", "tell", "told", "say", "said"];
+    let about_mine = is_question(query)
+        && ws
+            .windows(2)
+            .take(4)
+            .any(|p| p[0] == "my" && !known.contains(&p[1]));
+    let did_i_tell =
+        ws.windows(2).any(|p| p[0] == "did" && p[1] == "i") && ws.iter().any(|w| told.contains(&w.as_str()));
+    about_mine || did_i_tell || ws.last().is_some_and(|w| w == "again")
+}
+
 /// Whether `text` holds `phrase` as whole words.
 fn contains_phrase(text: &str, phrase: &str) -> bool {
     text.match_indices(phrase).any(|(i, _)| {
@@ -785,6 +802,9 @@ impl TextIndex {
         }
         if addresses_the_user(&query) {
             extra.push_str(" send message user");
+        }
+        if asks_about_the_user(&query, &self.speller.known) {
+            extra.push_str(" memory recall");
         }
         if asks_the_user(&query) {
             extra.push_str(" ask clarification question");
