@@ -239,6 +239,10 @@ const FILE_BOOST: f32 = 1.15;
 /// How much a tool whose name performs the query's action is favoured.
 const VERB_BOOST: f32 = 1.2;
 
+/// How much more a tool is favoured when the verb of its action opens the request ("add…",
+/// "cancel…"): an imperative says what to do more surely than a verb further on.
+const OPENING_VERB_BOOST: f32 = 1.1;
+
 /// How much the plural of a tool-name word ("skills", "goals") favours that family's `*_list`.
 const PLURAL_LIST_BOOST: f32 = 1.2;
 
@@ -877,10 +881,18 @@ impl TextIndex {
 fn without_payload(query: &str) -> String {
     let q = without_quoted(query);
     match q.split_once(": ") {
-        Some((head, _))
+        Some((head, tail))
             if head.split_whitespace().count() <= 6 && words(head).any(|w| !is_stop_word(&w)) =>
         {
-            if head.split_whitespace().count() <= 2 {
+            // "my shopping list: add batteries": the verb that opens the content is the request.
+            let verb = words(tail).next().filter(|w| {
+                VERB_CLASSES
+                    .iter()
+                    .any(|(verbs, _)| verbs.contains(&w.as_str()))
+            });
+            if let Some(verb) = verb {
+                format!("{head} {verb}")
+            } else if head.split_whitespace().count() <= 2 {
                 // "goal: ship v2", "todo: buy milk": a label, then what to record under it.
                 format!("{head} new")
             } else {
@@ -1051,6 +1063,8 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
+    #[doc(hidden)]
+    pub fn debug_expand(&self, q: &str) -> String { self.text.expand_query(&normalise(q)) }
     /// Indexes `tools`.
     pub fn build(tools: &[&'static ToolSpec]) -> SearchIndex {
         let docs: Vec<String> = tools.iter().map(|t| document(t)).collect();
@@ -1101,6 +1115,13 @@ impl SearchIndex {
                     .map(|(_, names)| *names)
             })
             .collect();
+        // The verb that opens a request is what it asks for.
+        let opening: Option<&[&str]> = words(query).next().and_then(|w| {
+            VERB_CLASSES
+                .iter()
+                .find(|(verbs, _)| verbs.contains(&w.as_str()))
+                .map(|(_, names)| *names)
+        });
         // A time in a request that neither removes nor lists asks to do something later.
         let later = names_a_time(query)
             && !is_question(query)
@@ -1124,6 +1145,9 @@ impl SearchIndex {
                 .any(|names| name.split('_').any(|t| names.contains(&t)))
             {
                 *s *= VERB_BOOST;
+            }
+            if opening.is_some_and(|names| name.split('_').any(|t| names.contains(&t))) {
+                *s *= OPENING_VERB_BOOST;
             }
             if later && name == "schedule_create" {
                 *s *= VERB_BOOST;
