@@ -199,8 +199,9 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
     ),
     (
         &[
-            "add", "append", "create", "insert", "jot", "launch", "make", "new", "put", "record",
-            "remind", "run", "save", "set", "spawn", "start",
+            "add", "append", "create", "design", "draw", "generate", "insert", "jot", "launch",
+            "make", "new", "paint", "put", "record", "remind", "run", "save", "set", "spawn",
+            "start",
         ],
         &[
             "add", "create", "spawn", "start", "store", "generate", "write",
@@ -211,6 +212,10 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
         &["list", "read", "status", "info"],
     ),
     (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
+    (
+        &["chart", "graph", "plot", "visualise", "visualize"],
+        &["plot"],
+    ),
     (
         &[
             "adjust",
@@ -609,6 +614,9 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("chores", "todo"),
     ("errands", "todo"),
     ("notes", "memory"),
+    ("mention", "contain"),
+    ("mentions", "contain"),
+    ("mentioning", "contain"),
 ];
 
 /// One search result.
@@ -879,7 +887,7 @@ impl TextIndex {
 /// The query less the content it carries: quoted spans, and what follows a colon after a
 /// short instruction ("note: the code is 4411").
 fn without_payload(query: &str) -> String {
-    let q = without_quoted(query);
+    let q = without_content_after_markers(&without_quoted(query));
     match q.split_once(": ") {
         Some((head, tail))
             if head.split_whitespace().count() <= 6 && words(head).any(|w| !is_stop_word(&w)) =>
@@ -901,6 +909,38 @@ fn without_payload(query: &str) -> String {
         }
         _ => q,
     }
+}
+
+/// Words after which the next word is content to look for, not a word about the tool: "files
+/// that mention TODO", "the string panic", "lines containing error".
+const CONTENT_MARKERS: &[&str] = &[
+    "contain",
+    "containing",
+    "contains",
+    "mention",
+    "mentioning",
+    "mentions",
+    "phrase",
+    "string",
+    "word",
+];
+
+/// The query less the word that follows a content marker (`CONTENT_MARKERS`).
+fn without_content_after_markers(query: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut skip = false;
+    for raw in query.split_whitespace() {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        if skip && !w.is_empty() && !is_stop_word(&w) {
+            skip = false;
+            continue;
+        }
+        if CONTENT_MARKERS.contains(&w.as_str()) {
+            skip = true;
+        }
+        out.push(raw);
+    }
+    out.join(" ")
 }
 
 /// Whether the query sets a condition on a value: "when it goes under 11.5", "if humidity
