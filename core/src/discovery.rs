@@ -218,9 +218,12 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
     ),
     (
         &[
+            "achieved",
             "adjust",
             "amend",
             "change",
+            "completed",
+            "finished",
             "correct",
             "edit",
             "fix",
@@ -231,7 +234,7 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
             "tweak",
             "update",
         ],
-        &["edit", "update", "patch"],
+        &["edit", "update"],
     ),
 ];
 
@@ -293,6 +296,8 @@ const REWRITES: &[(&str, &str)] = &[
     ("boot up", "start"),
     ("shut down", "stop"),
     ("power cycle", "reboot"),
+    ("off and on again", "reboot"),
+    ("on and off again", "reboot"),
     ("write down", "write"),
     ("jot down", "jot"),
     ("print out", "print"),
@@ -432,7 +437,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
             &[
                 "age", "big", "bigger", "bytes", "executable", "gb", "heavy", "huge", "kb", "large",
                 "larger", "mb", "metadata", "mtime", "owned", "owner", "owns", "permission",
-                "permissions", "perms", "size", "timestamp",
+                "permissions", "perms", "size", "space", "timestamp",
             ],
         ],
         "stat metadata size",
@@ -448,6 +453,17 @@ const CUES: &[(&[&[&str]], &str)] = &[
             ],
         ],
         "stat metadata modified",
+    ),
+    // How something running is getting on.
+    (
+        &[
+            &["has", "have", "how", "is", "are"],
+            &[
+                "alive", "complete", "completed", "doing", "done", "finished", "going", "progressing",
+                "ready", "running", "yet",
+            ],
+        ],
+        "status",
     ),
     // What an image shows.
     (
@@ -515,7 +531,7 @@ fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
             .any(|p| p[0] == "my" && !known.contains(&p[1]));
     let did_i_tell =
         ws.windows(2).any(|p| p[0] == "did" && p[1] == "i") && ws.iter().any(|w| told.contains(&w.as_str()));
-    about_mine || did_i_tell || ws.last().is_some_and(|w| w == "again")
+    about_mine || did_i_tell || (is_question(query) && ws.last().is_some_and(|w| w == "again"))
 }
 
 /// Whether `text` holds `phrase` as whole words.
@@ -614,6 +630,9 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("chores", "todo"),
     ("errands", "todo"),
     ("notes", "memory"),
+    ("permissions", "stat metadata"),
+    ("perms", "stat metadata"),
+    ("chmod", "stat metadata permissions"),
     ("mention", "contain"),
     ("mentions", "contain"),
     ("mentioning", "contain"),
