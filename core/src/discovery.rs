@@ -757,6 +757,8 @@ pub struct TextIndex {
     embedder: Embedder<u32, Analyzer>,
     scorer: Scorer<usize>,
     speller: Speller,
+    /// Every word of the documents, as written (not stemmed).
+    vocabulary: HashSet<String>,
 }
 
 impl TextIndex {
@@ -779,10 +781,12 @@ impl TextIndex {
                 .copied()
                 .chain(QUERY_SYNONYMS.iter().map(|(k, _)| *k)),
         );
+        let vocabulary = corpus.iter().flat_map(|d| words(d)).collect();
         TextIndex {
             embedder,
             scorer,
             speller,
+            vocabulary,
         }
     }
 
@@ -834,7 +838,7 @@ impl TextIndex {
         if addresses_the_user(&query) {
             extra.push_str(" send message user");
         }
-        if asks_about_the_user(&query, &self.speller.known) {
+        if asks_about_the_user(&query, &self.vocabulary) {
             extra.push_str(" memory recall");
         }
         if asks_the_user(&query) {
