@@ -630,6 +630,7 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("chores", "todo"),
     ("errands", "todo"),
     ("notes", "memory"),
+    ("note", "memory"),
     ("permissions", "stat metadata"),
     ("perms", "stat metadata"),
     ("chmod", "stat metadata permissions"),
