@@ -465,6 +465,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
         ],
         "status",
     ),
+    // Looking through files.
+    (
+        &[
+            &["find", "grep", "locate", "search"],
+            &["codebase", "files", "project", "repo", "source", "workspace"],
+        ],
+        "file search",
+    ),
     // What an image shows.
     (
         &[
