@@ -212,6 +212,7 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
         &["list", "read", "status", "info"],
     ),
     (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
+    (&["exec", "execute"], &["exec", "run"]),
     (
         &["chart", "graph", "plot", "visualise", "visualize"],
         &["plot"],
