@@ -181,6 +181,7 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
             "discard",
             "ditch",
             "drop",
+            "empty",
             "end",
             "erase",
             "forget",
@@ -298,6 +299,11 @@ const REWRITES: &[(&str, &str)] = &[
     ("shut down", "stop"),
     ("power cycle", "reboot"),
     ("off and on again", "reboot"),
+    ("write back", "reply"),
+    ("stop remembering", "forget"),
+    ("add a note to", "update"),
+    ("add a comment to", "update"),
+    ("out loud", "aloud"),
     ("on and off again", "reboot"),
     ("write down", "write"),
     ("jot down", "jot"),
@@ -376,7 +382,7 @@ const PHRASES: &[(&[&str], &str)] = &[
 fn addresses_the_user(query: &str) -> bool {
     const TELL: &[&str] = &[
         "answer", "drop", "give", "inform", "let", "message", "msg", "ping", "reply", "report",
-        "say", "send", "shoot", "tell", "text", "update",
+        "say", "send", "shoot", "tell", "text", "update", "write",
     ];
     let ws: Vec<String> = words(query).collect();
     ws.iter().enumerate().any(|(i, w)| {
@@ -438,7 +444,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
             &[
                 "age", "big", "bigger", "bytes", "executable", "gb", "heavy", "huge", "kb", "large",
                 "larger", "mb", "metadata", "mtime", "owned", "owner", "owns", "permission",
-                "permissions", "perms", "size", "space", "timestamp",
+                "newer", "older", "permissions", "perms", "size", "space", "timestamp",
             ],
         ],
         "stat metadata size",
@@ -474,6 +480,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
         ],
         "file search",
     ),
+    // Looking something up on the web.
+    (
+        &[
+            &["browse", "find", "google", "look", "lookup", "search"],
+            &["internet", "net", "online", "web"],
+        ],
+        "web search",
+    ),
     // What an image shows.
     (
         &[
@@ -495,7 +509,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
             ],
             &[
                 "console", "output", "outputs", "print", "printed", "printing", "prints", "said",
-                "saying", "spat", "spit", "stderr", "stdout", "wrote",
+                "saying", "spat", "spit", "stderr", "stdout", "written", "wrote",
             ],
         ],
         "process output stdout print",
@@ -604,7 +618,7 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("directory", "folder"),
     ("grep", "search regex"),
     ("http", "web url"),
-    ("online", "web internet"),
+    ("online", "internet"),
     ("internet", "web"),
     ("google", "web search"),
     ("talked", "conversation"),
@@ -640,6 +654,12 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("errands", "todo"),
     ("notes", "memory"),
     ("note", "memory"),
+    ("lowest", "min"),
+    ("highest", "max"),
+    ("coldest", "min temperature"),
+    ("hottest", "max temperature"),
+    ("peak", "max"),
+    ("forecast", "web search"),
     ("permissions", "stat metadata"),
     ("perms", "stat metadata"),
     ("chmod", "stat metadata permissions"),
