@@ -895,6 +895,11 @@ impl TextIndex {
                 extra.push_str(" percent");
             }
             let bare = raw.trim_matches(|c: char| !c.is_alphanumeric() && !"/~#+".contains(c));
+            if looks_like_url(bare) {
+                // A web address is an argument; that it is one tells the web tools apart.
+                q.push_str(" web url ");
+                continue;
+            }
             if looks_like_file(bare) {
                 // The name is an argument; that it names a file is what tells the tool apart.
                 q.push_str(" file ");
@@ -1129,6 +1134,26 @@ fn names_a_time(query: &str) -> bool {
     })
 }
 
+/// A web address: `https://…`, `www.…`, or a host with a common top-level domain
+/// (`example.org/docs`).
+fn looks_like_url(w: &str) -> bool {
+    const TLDS: &[&str] = &[
+        "app", "co", "com", "de", "dev", "edu", "eu", "fr", "gov", "info", "io", "net", "nl", "org",
+        "uk",
+    ];
+    let lower = w.to_ascii_lowercase();
+    if lower.contains("://") || lower.starts_with("www.") {
+        return true;
+    }
+    let host = lower.split('/').next().unwrap_or("");
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        && TLDS.contains(labels.last().unwrap_or(&""))
+}
+
 /// A name with a short alphabetic extension, such as `main.rs` or `config.yaml`.
 fn looks_like_file(w: &str) -> bool {
     match w.rsplit_once('.') {
@@ -1188,7 +1213,7 @@ impl SearchIndex {
         let names_a_file = query
             .split_whitespace()
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && !"/~".contains(c)))
-            .any(|w| looks_like_file(w) || looks_like_path(w));
+            .any(|w| !looks_like_url(w) && (looks_like_file(w) || looks_like_path(w)));
         let query = &normalise(query);
         let about_a_tool = self.about_a_named_tool(query);
         let query = about_a_tool.as_deref().unwrap_or(query);
