@@ -196,7 +196,8 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
             "unset",
             "wipe",
         ],
-        &["cancel", "clear", "delete", "forget", "kill"],
+        // A tool that writes a whole thing (`todo_write`) also removes from it and edits it.
+        &["cancel", "clear", "delete", "forget", "kill", "write"],
     ),
     (
         &[
@@ -236,7 +237,7 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
             "tweak",
             "update",
         ],
-        &["edit", "update"],
+        &["edit", "update", "write"],
     ),
 ];
 
