@@ -305,6 +305,8 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a note to", "update"),
     ("add a comment to", "update"),
     ("out loud", "aloud"),
+    ("going to be like", "forecast"),
+    ("going to rain", "forecast"),
     ("on and off again", "reboot"),
     ("write down", "write"),
     ("jot down", "jot"),
