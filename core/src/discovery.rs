@@ -301,6 +301,8 @@ const REWRITES: &[(&str, &str)] = &[
     ("power cycle", "reboot"),
     ("off and on again", "reboot"),
     ("write back", "reply"),
+    ("did i say", "did we say"),
+    ("been up", "uptime"),
     ("stop remembering", "forget"),
     ("add a note to", "update"),
     ("add a comment to", "update"),
@@ -413,6 +415,9 @@ const PEOPLE: &[&str] = &[
     "him",
     "me",
     "owner",
+    "people",
+    "person",
+    "team",
     "them",
     "us",
     "user",
@@ -491,6 +496,18 @@ const CUES: &[(&[&[&str]], &str)] = &[
         ],
         "web search",
     ),
+    // Waiting for a line or a contact to change.
+    (
+        &[
+            &["once", "until", "when", "whenever"],
+            &[
+                "closes", "falling", "goes", "high", "low", "opens", "pressed", "released",
+                "rising", "triggered", "triggers",
+            ],
+            &["button", "contact", "door", "gpio", "input", "pin", "reed", "switch"],
+        ],
+        "wait edge",
+    ),
     // What an image shows.
     (
         &[
@@ -511,8 +528,9 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "processes", "program", "script", "server", "task", "test", "tests",
             ],
             &[
-                "console", "output", "outputs", "print", "printed", "printing", "prints", "said",
-                "saying", "spat", "spit", "stderr", "stdout", "written", "wrote",
+                "console", "crash", "crashed", "error", "errors", "exception", "exceptions",
+                "output", "outputs", "print", "printed", "printing", "prints", "said", "saying",
+                "spat", "spit", "stderr", "stdout", "traceback", "warnings", "written", "wrote",
             ],
         ],
         "process output stdout print",
@@ -638,7 +656,7 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("gateways", "swarm"),
     ("pic", "photo picture"),
     ("pics", "photo picture"),
-    ("repo", "repository git"),
+    ("repo", "repository"),
     ("cfg", "config"),
     ("addr", "address"),
     ("big", "size"),
@@ -1111,6 +1129,11 @@ fn names_a_time(query: &str) -> bool {
         "min", "mins", "minute", "minutes", "hour", "hours", "hr", "hrs", "day", "days", "week",
         "weeks", "sec", "secs", "seconds",
     ];
+    // "in two hours", "in a few minutes", "in half an hour".
+    const NUMBER_WORDS: &[&str] = &[
+        "a", "an", "couple", "eight", "few", "five", "four", "half", "nine", "one", "six", "ten",
+        "three", "twenty", "two",
+    ];
     const PERIODS: &[&str] = &[
         "minute", "hour", "day", "week", "month", "morning", "evening", "night", "weekday",
         "weekend",
@@ -1131,8 +1154,9 @@ fn names_a_time(query: &str) -> bool {
             || (WHEN.contains(&w.as_str()) && !question)
             || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
             || (w == "in"
-                && (number(next) || next == "a" || next == "an")
-                && UNITS.contains(&after))
+                && (number(next) || NUMBER_WORDS.contains(&next))
+                && (UNITS.contains(&after)
+                    || ws.get(i + 3).is_some_and(|u| UNITS.contains(&u.as_str()))))
             || ((w == "every" || w == "each") && (PERIODS.contains(&next) || number(next)))
     })
 }

@@ -75,7 +75,7 @@ pub static SCHEDULE_LIST: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List scheduled jobs with their next run time (UTC).",
     params: r#"{"type":"object","properties":{"all":{"type":"boolean","description":"Include finished and cancelled jobs"}},"additionalProperties":false}"#,
-    keywords: "scheduled jobs reminders timers cron list upcoming next run pending alarms planned tonight tomorrow calendar agenda queued queue",
+    keywords: "scheduled jobs reminders timers cron list upcoming next run pending alarms planned tonight tomorrow this week calendar agenda queued queue",
 };
 
 /// `schedule_cancel`.
