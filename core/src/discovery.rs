@@ -301,7 +301,11 @@ const REWRITES: &[(&str, &str)] = &[
     ("power cycle", "reboot"),
     ("off and on again", "reboot"),
     ("write back", "reply"),
-    ("did i say", "did we say"),
+    ("did i say", "did we discuss"),
+    ("free memory", "free ram"),
+    ("memory usage", "ram usage"),
+    ("memory left", "ram left"),
+    ("much memory", "much ram"),
     ("been up", "uptime"),
     ("stop remembering", "forget"),
     ("add a note to", "update"),
@@ -401,11 +405,25 @@ fn addresses_the_user(query: &str) -> bool {
                 .iter()
                 .take(4)
                 .any(|n| ["heads", "shout", "ping", "update", "word"].contains(&n.as_str())),
+            // "tell me the temperature" asks for an answer now; "tell me when it's done" asks to
+            // be messaged later.
+            Some(p) if ASK_NOW.contains(&w.as_str()) && (p == "me" || p == "us") => ws[i + 1..]
+                .iter()
+                .any(|n| LATER.contains(&n.as_str())),
             Some(_) => TELL.contains(&w.as_str()),
             None => false,
         }
     })
 }
+
+/// Verbs of telling that, addressed to the asker ("tell me…", "let me know…"), ask for an answer
+/// now unless a word of `LATER` follows.
+const ASK_NOW: &[&str] = &["answer", "inform", "let", "report", "say", "tell", "update"];
+
+/// Words that put a message off until something happens.
+const LATER: &[&str] = &[
+    "after", "as", "done", "finished", "finishes", "if", "once", "soon", "when", "whenever",
+];
 
 /// Words naming the person covo talks to, or someone on their side.
 const PEOPLE: &[&str] = &[
@@ -507,6 +525,17 @@ const CUES: &[(&[&[&str]], &str)] = &[
             &["button", "contact", "door", "gpio", "input", "pin", "reed", "switch"],
         ],
         "wait edge",
+    ),
+    // The board's own temperature.
+    (
+        &[
+            &["board", "chip", "cpu", "gateway", "pi", "processor", "raspberry", "soc"],
+            &[
+                "cool", "heat", "hot", "overheating", "temp", "temperature", "throttled",
+                "throttling", "warm",
+            ],
+        ],
+        "system cpu",
     ),
     // What an image shows.
     (
@@ -684,6 +713,10 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("permissions", "stat metadata"),
     ("perms", "stat metadata"),
     ("chmod", "stat metadata permissions"),
+    ("ctrl", "keys"),
+    ("esc", "keys"),
+    ("keystroke", "keys"),
+    ("keypress", "keys"),
     ("mention", "contain"),
     ("mentions", "contain"),
     ("mentioning", "contain"),
