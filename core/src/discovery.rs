@@ -1012,7 +1012,7 @@ fn without_payload(query: &str) -> String {
             });
             if let Some(verb) = verb {
                 format!("{head} {verb}")
-            } else if head.split_whitespace().count() <= 2 {
+            } else if head.split_whitespace().count() <= 2 && !words(head).any(|w| w == "new") {
                 // "goal: ship v2", "todo: buy milk": a label, then what to record under it.
                 format!("{head} new")
             } else {
