@@ -311,6 +311,7 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a note to", "update"),
     ("add a comment to", "update"),
     ("out loud", "aloud"),
+    ("lay out", "outline"),
     ("going to be like", "forecast"),
     ("going to rain", "forecast"),
     ("on and off again", "reboot"),
@@ -372,6 +373,16 @@ const PHRASES: &[(&[&str], &str)] = &[
             "the todo",
         ],
         "todo",
+    ),
+    (
+        &[
+            "what do you know",
+            "do you know about",
+            "what you know",
+            "what have i told you",
+            "do you remember",
+        ],
+        "memory recall",
     ),
     (
         &[
@@ -536,6 +547,23 @@ const CUES: &[(&[&[&str]], &str)] = &[
             ],
         ],
         "system cpu",
+    ),
+    // Every gateway at once.
+    (
+        &[
+            &["all", "each", "every"],
+            &["boards", "gateway", "gateways", "node", "nodes"],
+        ],
+        "swarm broadcast",
+    ),
+    // An audio file made from text.
+    (
+        &[
+            &["audio", "mp3", "ogg", "sound", "speech", "wav"],
+            &["file", "clip", "recording"],
+            &["make", "create", "generate", "into", "turn", "saying", "convert"],
+        ],
+        "tts synthesize",
     ),
     // What an image shows.
     (
@@ -717,6 +745,8 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("esc", "keys"),
     ("keystroke", "keys"),
     ("keypress", "keys"),
+    ("microcontroller", "mcu"),
+    ("microcontrollers", "mcu"),
     ("mention", "contain"),
     ("mentions", "contain"),
     ("mentioning", "contain"),
@@ -966,7 +996,7 @@ impl TextIndex {
                 continue;
             }
             if looks_like_topic(bare) {
-                extra.push_str(" topic");
+                extra.push_str(" topic mqtt");
             } else if raw.len() > 1 && raw.ends_with('/') {
                 extra.push_str(" folder");
             }
@@ -1061,7 +1091,7 @@ fn names_a_threshold(query: &str) -> bool {
     const CONDITIONS: &[&str] = &["if", "when", "whenever", "once"];
     const COMPARISONS: &[&str] = &[
         "above", "below", "over", "under", "exceeds", "exceed", "higher", "lower", "more", "less",
-        "drops", "falls", "rises", "hits",
+        "drops", "falls", "rises", "hits", "passes", "reaches", "crosses", "tops",
     ];
     let ws: Vec<String> = query
         .split_whitespace()
@@ -1183,8 +1213,10 @@ fn names_a_time(query: &str) -> bool {
     ws.iter().enumerate().any(|(i, w)| {
         let next = ws.get(i + 1).map(String::as_str).unwrap_or("");
         let after = ws.get(i + 2).map(String::as_str).unwrap_or("");
-        clock(w)
-            || (WHEN.contains(&w.as_str()) && !question)
+        // "by friday", "before 5pm": a deadline, not a time to act.
+        let deadline = i > 0 && matches!(ws[i - 1].as_str(), "by" | "before" | "until");
+        (clock(w) && !deadline)
+            || (WHEN.contains(&w.as_str()) && !question && !deadline)
             || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
             || (w == "in"
                 && (number(next) || NUMBER_WORDS.contains(&next))

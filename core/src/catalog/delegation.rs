@@ -25,7 +25,7 @@ pub static SUBAGENT_STATUS: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Get the progress of a spawned sub-agent: state (running, done, failed, cancelled, interrupted), steps, recent tool calls, elapsed time.",
  params: r#"{"type":"object","properties":{"handle":{"type":"string","description":"from subagent_spawn"}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "sub agent subagent status progress how is it doing running done finished yet check",
+ keywords: "sub agent subagent status progress how is it doing up to running done finished yet check",
 };
 
 /// `subagent_result`.
