@@ -247,6 +247,29 @@ const FILE_TOOLSETS: &[&str] = &["fs", "patch", "search"];
 /// How much a file tool is favoured when the query names a file or a path.
 const FILE_BOOST: f32 = 1.15;
 
+/// Tool families that are a qualified variant of another (`mcu_gpio_read` of `gpio_read`,
+/// `semantic_memory_search` of `memory_recall`), with the words that ask for the variant: without
+/// one of them, the plain tool is meant.
+const QUALIFIED: &[(&str, &[&str])] = &[
+    (
+        "mcu_",
+        &[
+            "arduino", "esp", "esp32", "esp8266", "firmware", "mcu", "mcus", "microcontroller",
+            "microcontrollers", "nrf52", "pico", "rp2040", "stm32", "teensy", "uno", "nano",
+        ],
+    ),
+    (
+        "semantic_",
+        &[
+            "embed", "embedding", "embeddings", "meaning", "semantic", "semantically", "similar",
+            "similarity", "vector", "vectors",
+        ],
+    ),
+];
+
+/// How much a qualified variant is disfavoured when the query does not ask for it.
+const UNQUALIFIED_PENALTY: f32 = 0.85;
+
 /// How much a tool whose name performs the query's action is favoured.
 const VERB_BOOST: f32 = 1.2;
 
@@ -1341,8 +1364,17 @@ impl SearchIndex {
             .filter(|w| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss"))
             .map(|w| w[..w.len() - 1].trim_end_matches("se").to_string())
             .collect();
+        let qws: Vec<String> = words(query).collect();
+        let unqualified: Vec<&str> = QUALIFIED
+            .iter()
+            .filter(|(_, qs)| !qws.iter().any(|w| qs.contains(&w.as_str())))
+            .map(|(family, _)| *family)
+            .collect();
         for (i, s) in &mut scored {
             let name = self.tools[*i].name;
+            if unqualified.iter().any(|f| name.starts_with(f)) {
+                *s *= UNQUALIFIED_PENALTY;
+            }
             if names_a_file && FILE_TOOLSETS.contains(&self.tools[*i].toolset) {
                 *s *= FILE_BOOST;
             }
