@@ -2,12 +2,29 @@
 //! stemming, a stop list that keeps the words a request needs) over each owned tool's name,
 //! description, parameter docs and search-only keywords.
 //!
-//! A query is prepared before scoring: quoted text and text after a short label and a colon are
-//! content, not words about the tool, and are dropped; file names, paths and MQTT topics become
-//! the words "file", "folder" and "topic"; a clock time or delay adds "schedule", a condition on
-//! a number adds "watch"; long words one typo away from a document word are corrected; synonyms
-//! are added. Two small priors then rerank: a question favours tools that only read, and a verb
-//! that removes or creates favours the tools whose names do that.
+//! A query is prepared before scoring:
+//! - phrasal verbs and idioms become the word they mean ("call off" cancels, "get rid of"
+//!   removes, "out loud" is aloud);
+//! - quoted text, text after a short label and a colon, and the word after "mention",
+//!   "containing", "the string"… are content, not words about the tool, and are dropped (a verb
+//!   opening the content is kept: "my list: add milk");
+//! - web addresses, file names, paths and MQTT topics become "web url", "file", "folder" and
+//!   "topic";
+//! - a clock time, delay, day or repetition adds "schedule" (not a deadline: "by friday"), a
+//!   condition on a number adds "watch";
+//! - telling a person something later ("let him know when…") adds "send message", asking them
+//!   ("ask them which…") adds "ask clarification", asking what covo was told ("what's my
+//!   favourite colour") adds "memory recall";
+//! - cue words that occur together say what the query is about where single words cannot: a
+//!   file with a size or a date is its metadata, a background job with what it printed is its
+//!   output, the Pi with a temperature is the system (`CUES`);
+//! - long words one typo away from a document word are corrected; synonyms are added.
+//!
+//! Small priors then rerank: a question favours tools that only read; a verb that removes,
+//! creates, edits or lists favours the tools whose names do that, more when it opens the
+//! request; a plural of a name word favours that family's list; a named file favours the file
+//! tools; a time in a request favours `schedule_create`; the microcontroller and semantic
+//! variants weigh less unless asked for.
 //!
 //! The index only ever holds the tools the profile owns, so no query can surface a pruned tool.
 
@@ -254,15 +271,37 @@ const QUALIFIED: &[(&str, &[&str])] = &[
     (
         "mcu_",
         &[
-            "arduino", "esp", "esp32", "esp8266", "firmware", "mcu", "mcus", "microcontroller",
-            "microcontrollers", "nrf52", "pico", "rp2040", "stm32", "teensy", "uno", "nano",
+            "arduino",
+            "esp",
+            "esp32",
+            "esp8266",
+            "firmware",
+            "mcu",
+            "mcus",
+            "microcontroller",
+            "microcontrollers",
+            "nrf52",
+            "pico",
+            "rp2040",
+            "stm32",
+            "teensy",
+            "uno",
+            "nano",
         ],
     ),
     (
         "semantic_",
         &[
-            "embed", "embedding", "embeddings", "meaning", "semantic", "semantically", "similar",
-            "similarity", "vector", "vectors",
+            "embed",
+            "embedding",
+            "embeddings",
+            "meaning",
+            "semantic",
+            "semantically",
+            "similar",
+            "similarity",
+            "vector",
+            "vectors",
         ],
     ),
 ];
@@ -441,9 +480,9 @@ fn addresses_the_user(query: &str) -> bool {
                 .any(|n| ["heads", "shout", "ping", "update", "word"].contains(&n.as_str())),
             // "tell me the temperature" asks for an answer now; "tell me when it's done" asks to
             // be messaged later.
-            Some(p) if ASK_NOW.contains(&w.as_str()) && (p == "me" || p == "us") => ws[i + 1..]
-                .iter()
-                .any(|n| LATER.contains(&n.as_str())),
+            Some(p) if ASK_NOW.contains(&w.as_str()) && (p == "me" || p == "us") => {
+                ws[i + 1..].iter().any(|n| LATER.contains(&n.as_str()))
+            }
             Some(_) => TELL.contains(&w.as_str()),
             None => false,
         }
@@ -502,14 +541,39 @@ const CUES: &[(&[&[&str]], &str)] = &[
         &[
             FILE_WORDS,
             &[
-                "age", "big", "bigger", "bytes", "executable", "gb", "heavy", "huge", "kb", "large",
-                "larger", "mb", "metadata", "mtime", "owned", "owner", "owns", "permission",
-                "newer", "older", "permissions", "perms", "size", "space", "timestamp",
+                "age",
+                "big",
+                "bigger",
+                "bytes",
+                "executable",
+                "gb",
+                "heavy",
+                "huge",
+                "kb",
+                "large",
+                "larger",
+                "mb",
+                "metadata",
+                "mtime",
+                "owned",
+                "owner",
+                "owns",
+                "permission",
+                "newer",
+                "older",
+                "permissions",
+                "perms",
+                "size",
+                "space",
+                "timestamp",
             ],
         ],
         "stat metadata size",
     ),
-    (&[FILE_WORDS, &["how"], &["old", "recent", "new"]], "stat metadata modified"),
+    (
+        &[FILE_WORDS, &["how"], &["old", "recent", "new"]],
+        "stat metadata modified",
+    ),
     (
         &[
             FILE_WORDS,
@@ -526,8 +590,17 @@ const CUES: &[(&[&[&str]], &str)] = &[
         &[
             &["has", "have", "how", "is", "are"],
             &[
-                "alive", "complete", "completed", "doing", "done", "finished", "going", "progressing",
-                "ready", "running", "yet",
+                "alive",
+                "complete",
+                "completed",
+                "doing",
+                "done",
+                "finished",
+                "going",
+                "progressing",
+                "ready",
+                "running",
+                "yet",
             ],
         ],
         "status",
@@ -536,7 +609,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             &["find", "grep", "locate", "search"],
-            &["codebase", "files", "project", "repo", "source", "workspace"],
+            &[
+                "codebase",
+                "files",
+                "project",
+                "repo",
+                "source",
+                "workspace",
+            ],
         ],
         "file search",
     ),
@@ -553,20 +633,47 @@ const CUES: &[(&[&[&str]], &str)] = &[
         &[
             &["once", "until", "when", "whenever"],
             &[
-                "closes", "falling", "goes", "high", "low", "opens", "pressed", "released",
-                "rising", "triggered", "triggers",
+                "closes",
+                "falling",
+                "goes",
+                "high",
+                "low",
+                "opens",
+                "pressed",
+                "released",
+                "rising",
+                "triggered",
+                "triggers",
             ],
-            &["button", "contact", "door", "gpio", "input", "pin", "reed", "switch"],
+            &[
+                "button", "contact", "door", "gpio", "input", "pin", "reed", "switch",
+            ],
         ],
         "wait edge",
     ),
     // The board's own temperature.
     (
         &[
-            &["board", "chip", "cpu", "gateway", "pi", "processor", "raspberry", "soc"],
             &[
-                "cool", "heat", "hot", "overheating", "temp", "temperature", "throttled",
-                "throttling", "warm",
+                "board",
+                "chip",
+                "cpu",
+                "gateway",
+                "pi",
+                "processor",
+                "raspberry",
+                "soc",
+            ],
+            &[
+                "cool",
+                "heat",
+                "hot",
+                "overheating",
+                "temp",
+                "temperature",
+                "throttled",
+                "throttling",
+                "warm",
             ],
         ],
         "system cpu",
@@ -584,7 +691,9 @@ const CUES: &[(&[&[&str]], &str)] = &[
         &[
             &["audio", "mp3", "ogg", "sound", "speech", "wav"],
             &["file", "clip", "recording"],
-            &["make", "create", "generate", "into", "turn", "saying", "convert"],
+            &[
+                "make", "create", "generate", "into", "turn", "saying", "convert",
+            ],
         ],
         "tts synthesize",
     ),
@@ -592,7 +701,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             &[
-                "describe", "identify", "recognise", "recognize", "see", "what", "whats", "who",
+                "describe",
+                "identify",
+                "recognise",
+                "recognize",
+                "see",
+                "what",
+                "whats",
+                "who",
             ],
             &[
                 "image", "images", "photo", "photos", "pic", "picture", "pictures", "snapshot",
@@ -604,13 +720,45 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             &[
-                "background", "build", "compile", "compiler", "daemon", "job", "process",
-                "processes", "program", "script", "server", "task", "test", "tests",
+                "background",
+                "build",
+                "compile",
+                "compiler",
+                "daemon",
+                "job",
+                "process",
+                "processes",
+                "program",
+                "script",
+                "server",
+                "task",
+                "test",
+                "tests",
             ],
             &[
-                "console", "crash", "crashed", "error", "errors", "exception", "exceptions",
-                "output", "outputs", "print", "printed", "printing", "prints", "said", "saying",
-                "spat", "spit", "stderr", "stdout", "traceback", "warnings", "written", "wrote",
+                "console",
+                "crash",
+                "crashed",
+                "error",
+                "errors",
+                "exception",
+                "exceptions",
+                "output",
+                "outputs",
+                "print",
+                "printed",
+                "printing",
+                "prints",
+                "said",
+                "saying",
+                "spat",
+                "spit",
+                "stderr",
+                "stdout",
+                "traceback",
+                "warnings",
+                "written",
+                "wrote",
             ],
         ],
         "process output stdout print",
@@ -618,7 +766,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             &[
-                "background", "build", "compile", "job", "process", "script", "task", "tests",
+                "background",
+                "build",
+                "compile",
+                "job",
+                "process",
+                "script",
+                "task",
+                "tests",
             ],
             &["log", "logged", "logging", "logs"],
         ],
@@ -653,8 +808,8 @@ fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
             .windows(2)
             .take(4)
             .any(|p| p[0] == "my" && !known.contains(&p[1]));
-    let did_i_tell =
-        ws.windows(2).any(|p| p[0] == "did" && p[1] == "i") && ws.iter().any(|w| told.contains(&w.as_str()));
+    let did_i_tell = ws.windows(2).any(|p| p[0] == "did" && p[1] == "i")
+        && ws.iter().any(|w| told.contains(&w.as_str()));
     about_mine || did_i_tell || (is_question(query) && ws.last().is_some_and(|w| w == "again"))
 }
 
@@ -1095,7 +1250,9 @@ fn without_content_after_markers(query: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
     let mut skip = false;
     for raw in query.split_whitespace() {
-        let w = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        let w = raw
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
         if skip && !w.is_empty() && !is_stop_word(&w) {
             skip = false;
             continue;
@@ -1228,9 +1385,28 @@ fn names_a_time(query: &str) -> bool {
     // ask about the past: "was it colder on monday").
     let question = is_question(query);
     const WHEN: &[&str] = &[
-        "daily", "fortnightly", "friday", "fridays", "hourly", "monday", "mondays", "monthly",
-        "nightly", "saturday", "saturdays", "sunday", "sundays", "thursday", "thursdays",
-        "tomorrow", "tonight", "tuesday", "tuesdays", "wednesday", "wednesdays", "weekdays",
+        "daily",
+        "fortnightly",
+        "friday",
+        "fridays",
+        "hourly",
+        "monday",
+        "mondays",
+        "monthly",
+        "nightly",
+        "saturday",
+        "saturdays",
+        "sunday",
+        "sundays",
+        "thursday",
+        "thursdays",
+        "tomorrow",
+        "tonight",
+        "tuesday",
+        "tuesdays",
+        "wednesday",
+        "wednesdays",
+        "weekdays",
         "weekly",
     ];
     ws.iter().enumerate().any(|(i, w)| {
@@ -1253,8 +1429,8 @@ fn names_a_time(query: &str) -> bool {
 /// (`example.org/docs`).
 fn looks_like_url(w: &str) -> bool {
     const TLDS: &[&str] = &[
-        "app", "co", "com", "de", "dev", "edu", "eu", "fr", "gov", "info", "io", "net", "nl", "org",
-        "uk",
+        "app", "co", "com", "de", "dev", "edu", "eu", "fr", "gov", "info", "io", "net", "nl",
+        "org", "uk",
     ];
     let lower = w.to_ascii_lowercase();
     if lower.contains("://") || lower.starts_with("www.") {
@@ -1296,8 +1472,6 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    #[doc(hidden)]
-    pub fn debug_expand(&self, q: &str) -> String { self.text.expand_query(&normalise(q)) }
     /// Indexes `tools`.
     pub fn build(tools: &[&'static ToolSpec]) -> SearchIndex {
         let docs: Vec<String> = tools.iter().map(|t| document(t)).collect();

@@ -100,8 +100,7 @@ pub static KANBAN_ADD: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Add a card to a kanban board column (board \"main\" by default).",
     params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"},"column":{"type":"string","description":"e.g. todo, doing, done"},"title":{"type":"string","minLength":1},"note":{"type":"string"}},"required":["column","title"],"additionalProperties":false}"#,
-    keywords:
-        "kanban card board column ticket backlog trello add create sticky doing",
+    keywords: "kanban card board column ticket backlog trello add create sticky doing",
 };
 
 /// `kanban_move`.
