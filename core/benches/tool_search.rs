@@ -1,11 +1,11 @@
 //! `tool_search` latency over the 115 tools of profile `full`.
 //!
 //! Criterion measures the mean; the percentile pass before it prints p50/p99 over every query of
-//! the eight phrasing sets (dev, extra, issue 18's fresh tuning, validation and held-out sets and
-//! the second round's tuning and aside sets: a
-//! realistic mix of short, long, typo'd, quoted and path-bearing queries; target: p99 ≤ 100 µs),
-//! against a baseline measured in the same run (an empty query through the same index), because
-//! absolute times on a shared 2-core machine are noisy.
+//! the eight phrasing sets (dev, extra, issue 18's fresh tuning, validation and held-out sets, and
+//! the second round's tuning and aside sets: a realistic mix of short, long, typo'd, quoted and
+//! path-bearing queries; target: p99 ≤ 100 µs), against a baseline measured in the same run (an
+//! empty query through the same index), because absolute times on a shared 2-core machine are
+//! noisy.
 
 use covo_core::discovery::SearchIndex;
 use criterion::{criterion_group, Criterion};
