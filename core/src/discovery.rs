@@ -29,7 +29,7 @@
 //! The index only ever holds the tools the profile owns, so no query can surface a pruned tool.
 
 use crate::spec::{Effect, ToolSpec};
-use bm25::{Embedder, EmbedderBuilder, Scorer, Tokenizer};
+use bm25::{Embedder, EmbedderBuilder, Tokenizer};
 use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -1047,7 +1047,11 @@ impl Speller {
 /// uses: the engine behind `tool_search`, and behind `docs_search` over documentation pages.
 pub struct TextIndex {
     embedder: Embedder<u32, Analyzer>,
-    scorer: Scorer<usize>,
+    /// For each token, its IDF and the documents holding it with its BM25 weight there: the
+    /// crate's `Scorer` scores the same sum, but finds each query token in a document by a
+    /// linear scan, which an expanded query over long tool documents made the bulk of a search.
+    postings: HashMap<u32, (f32, Vec<(usize, f32)>)>,
+    documents: usize,
     speller: Speller,
     /// Every word of the documents, as written (not stemmed).
     vocabulary: HashSet<String>,
@@ -1063,9 +1067,20 @@ impl TextIndex {
         let embedder = EmbedderBuilder::with_tokenizer_and_fit_to_corpus(analyzer, &corpus)
             .b(0.5)
             .build();
-        let mut scorer = Scorer::new();
+        let mut postings: HashMap<u32, (f32, Vec<(usize, f32)>)> = HashMap::new();
         for (i, d) in docs.iter().enumerate() {
-            scorer.upsert(&i, embedder.embed(d));
+            let mut seen = HashSet::new();
+            for t in embedder.embed(d).0 {
+                if seen.insert(t.index) {
+                    postings.entry(t.index).or_default().1.push((i, t.value));
+                }
+            }
+        }
+        let n = docs.len() as f32;
+        for (idf, holders) in postings.values_mut() {
+            // BM25's IDF, as the `bm25` crate computes it.
+            let df = holders.len() as f32;
+            *idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
         }
         let speller = Speller::build(
             corpus
@@ -1076,7 +1091,8 @@ impl TextIndex {
         let vocabulary = corpus.iter().flat_map(|d| words(d)).collect();
         TextIndex {
             embedder,
-            scorer,
+            postings,
+            documents: docs.len(),
             speller,
             vocabulary,
         }
@@ -1085,14 +1101,21 @@ impl TextIndex {
     /// Every document matching `query` as (position, BM25 score), in document order.
     fn scores(&self, query: &str) -> Vec<(usize, f32)> {
         let q = self.expand_query(query);
-        let mut matches: Vec<(usize, f32)> = self
-            .scorer
-            .matches(&self.embedder.embed(&q))
-            .into_iter()
-            .map(|m| (m.id, m.score))
-            .collect();
-        matches.sort_by_key(|m| m.0);
-        matches
+        let mut score = vec![0f32; self.documents];
+        let mut matched = vec![false; self.documents];
+        // Each occurrence of a query token counts, as in the crate's scorer.
+        for t in self.embedder.embed(&q).0 {
+            if let Some((idf, holders)) = self.postings.get(&t.index) {
+                for &(d, value) in holders {
+                    score[d] += idf * value;
+                    matched[d] = true;
+                }
+            }
+        }
+        (0..self.documents)
+            .filter(|&d| matched[d])
+            .map(|d| (d, score[d]))
+            .collect()
     }
 
     /// The best `limit` documents for `query` as (position, BM25 score), best first; ties keep
