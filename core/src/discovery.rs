@@ -1688,7 +1688,22 @@ mod tests {
         );
         assert_eq!(
             without_payload("what's the \"x\" topic"),
-            "what's the   topic"
+            "what's the topic"
+        );
+        // A verb opening the content is the request; a label saying "new" is not doubled.
+        assert_eq!(
+            without_payload("my shopping list: add milk"),
+            "my shopping list add"
+        );
+        assert_eq!(without_payload("new card: test the pump"), "new card");
+        // The word after a content marker is what to look for.
+        assert_eq!(
+            without_payload("which files mention TODO"),
+            "which files mention"
+        );
+        assert_eq!(
+            without_payload("search for the string panic in src"),
+            "search for the string in src"
         );
         assert_eq!(
             without_payload("save a note for later: pump A"),
@@ -1780,6 +1795,92 @@ mod tests {
     }
 
     #[test]
+    fn phrasal_verbs_are_rewritten_and_web_addresses_recognised() {
+        assert_eq!(
+            normalise("Call off the 6pm reminder"),
+            "cancel the 6pm reminder"
+        );
+        assert_eq!(normalise("get rid of watch 4"), "remove watch 4");
+        // Whole words only.
+        assert_eq!(normalise("recall offsets"), "recall offsets");
+        for w in ["https://example.com", "www.example.org", "example.org/docs"] {
+            assert!(looks_like_url(w), "{w}");
+        }
+        assert!(!looks_like_url("config.toml") && !looks_like_url("main.rs"));
+        assert!(!looks_like_url("home/lamp") && !looks_like_url("22.5"));
+    }
+
+    #[test]
+    fn deadlines_and_spelled_out_delays_are_told_apart_from_times_to_act() {
+        assert!(names_a_time("turn the heater off in two hours"));
+        assert!(names_a_time("in a few minutes check the oven"));
+        assert!(names_a_time("every sunday water the ferns"));
+        assert!(names_a_time("run the backup nightly"));
+        assert!(!names_a_time("finish the enclosure by friday"));
+        assert!(!names_a_time("be done before 5pm"));
+        // In a question a day more often asks about the past.
+        assert!(!names_a_time("was it colder on monday"));
+        assert!(names_a_threshold("raise an alarm if the co2 passes 1200"));
+    }
+
+    #[test]
+    fn telling_asking_and_asking_about_the_user_are_recognised() {
+        assert!(addresses_the_user("let him know the pump is off"));
+        assert!(addresses_the_user("tell me when the upload is finished"));
+        assert!(addresses_the_user("text me"));
+        // Asked for an answer now, not a message later.
+        assert!(!addresses_the_user("tell me the temperature"));
+        assert!(!addresses_the_user("give me the readings"));
+        assert!(asks_the_user("not sure which pin, ask them"));
+        assert!(asks_the_user("check with me which port to use"));
+        assert!(!asks_the_user("ask every node for its uptime"));
+        let index = full();
+        let known = &index.text.vocabulary;
+        assert!(asks_about_the_user("what's my favourite colour", known));
+        assert!(asks_about_the_user("did i ever mention my bike", known));
+        assert!(asks_about_the_user("what was her name again", known));
+        // "ip" is a word the tools know: a question about the network.
+        assert!(!asks_about_the_user("what's my ip address", known));
+        assert!(!asks_about_the_user("power off and on again", known));
+    }
+
+    #[test]
+    fn cue_words_need_every_group() {
+        let ws = |q: &str| words(q).collect::<Vec<_>>();
+        assert!(cue_words(&ws("how big is the log file"), false).contains("stat"));
+        // A named file stands for the word "file".
+        assert!(cue_words(&ws("how big is config"), true).contains("stat"));
+        assert!(!cue_words(&ws("how big is config"), false).contains("stat"));
+        assert!(cue_words(&ws("what did the build print"), false).contains("process output"));
+        assert!(cue_words(&ws("how warm is the pi"), false).contains("system"));
+        assert!(cue_words(&ws("search online for sensors"), false).contains("web search"));
+        assert!(cue_words(&ws("latest log lines"), false).is_empty());
+    }
+
+    #[test]
+    fn the_engine_sends_each_cluster_to_its_tool() {
+        let index = full();
+        for (q, want) in [
+            ("how big is config.yaml", "fs_stat"),
+            ("what did the build job print", "process_output"),
+            ("let him know the pump is off now", "send_message"),
+            (
+                "not sure which pin they mean, ask them",
+                "ask_clarification",
+            ),
+            ("remove \"buy tape\" from the list", "todo_write"),
+            ("call off the 6pm reminder", "schedule_cancel"),
+            ("turn the heater off in two hours", "schedule_create"),
+            ("what's my favourite colour", "memory_recall"),
+            ("download the page at example.org/docs", "web_fetch"),
+            ("drive pin 4 high", "gpio_write"),
+            ("drive pin 4 high on the arduino", "mcu_gpio_write"),
+        ] {
+            assert_eq!(first(&index, q), want, "{q}");
+        }
+    }
+
+    #[test]
     fn odd_queries_never_panic() {
         let index = full();
         for q in [
@@ -1818,6 +1919,22 @@ mod tests {
             "bakcgroundé",
             "to-do",
             "to do",
+            "call off",
+            "a: b: c",
+            ": add",
+            "mention",
+            "the string",
+            "://",
+            "www.",
+            ".com/",
+            "in two",
+            "by",
+            "by friday",
+            "tell me",
+            "ask",
+            "what's my",
+            "again",
+            "via",
         ] {
             let _ = index.search(q, 5);
         }
