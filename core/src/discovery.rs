@@ -133,6 +133,7 @@ const STOP_WORDS: &[&str] = &[
     "shouldn",
     "so",
     "some",
+    "still",
     "such",
     "t",
     "than",
@@ -232,6 +233,7 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
     ),
     (&["ask", "clarify", "confirm"], &["ask", "clarification"]),
     (&["exec", "execute"], &["exec", "run"]),
+    (&["outline", "plan", "sketch"], &["update"]),
     (
         &["chart", "graph", "plot", "visualise", "visualize"],
         &["plot"],
@@ -309,6 +311,10 @@ const QUALIFIED: &[(&str, &[&str])] = &[
 /// How much a qualified variant is disfavoured when the query does not ask for it.
 const UNQUALIFIED_PENALTY: f32 = 0.85;
 
+/// How much `schedule_create` is favoured when a request names a time to act ("at 11pm switch
+/// the pump off"): whatever the action, doing it later is a schedule.
+const LATER_BOOST: f32 = 1.3;
+
 /// How much a tool whose name performs the query's action is favoured.
 const VERB_BOOST: f32 = 1.2;
 
@@ -373,6 +379,20 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a note to", "update"),
     ("add a comment to", "update"),
     ("out loud", "aloud"),
+    ("check it off", "check off"),
+    ("tick it off", "tick off"),
+    ("cross it off", "cross off"),
+    ("drop me a", "send me a"),
+    ("drop us a", "send us a"),
+    ("drop the user a", "send the user a"),
+    ("drop them a", "send them a"),
+    ("drop him a", "send him a"),
+    ("drop her a", "send her a"),
+    ("keep me posted", "let me know"),
+    ("keep me updated", "let me know"),
+    ("keep me in the loop", "let me know"),
+    ("no more", "stop"),
+    ("read-only", "readonly"),
     ("lay out", "outline"),
     ("going to be like", "forecast"),
     ("going to rain", "forecast"),
@@ -438,6 +458,15 @@ const PHRASES: &[(&[&str], &str)] = &[
     ),
     (
         &[
+            "reach me",
+            "contact me",
+            "get hold of me",
+            "message me on",
+        ],
+        "channels",
+    ),
+    (
+        &[
             "what do you know",
             "do you know about",
             "what you know",
@@ -454,6 +483,12 @@ const PHRASES: &[(&[&str], &str)] = &[
             "we talked",
             "we agreed",
             "we discussed",
+            "we used",
+            "we ran",
+            "we tried",
+            "we did",
+            "we found",
+            "last time we",
         ],
         "conversation",
     ),
@@ -530,7 +565,16 @@ fn asks_the_user(query: &str) -> bool {
 }
 
 /// Words that name a file or folder (a file name or path in the query counts too).
-const FILE_WORDS: &[&str] = &["dir", "directory", "file", "files", "folder", "folders"];
+const FILE_WORDS: &[&str] = &[
+    "dir",
+    "directory",
+    "file",
+    "files",
+    "folder",
+    "folders",
+    "makefile",
+    "readme",
+];
 
 /// What the query is about when words of each group occur in it together, with what that adds
 /// to the query: an object and an aspect of it that the tools' words alone do not tell apart
@@ -563,9 +607,13 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "older",
                 "permissions",
                 "perms",
+                "readable",
+                "readonly",
                 "size",
                 "space",
                 "timestamp",
+                "writable",
+                "writeable",
             ],
         ],
         "stat metadata size",
@@ -677,6 +725,32 @@ const CUES: &[(&[&[&str]], &str)] = &[
             ],
         ],
         "system cpu",
+    ),
+    // Saying something in a chat.
+    (
+        &[
+            &["drop", "post", "put", "say", "send", "write"],
+            &["channel", "chat", "group", "telegram"],
+        ],
+        "send message",
+    ),
+    // How a quantity changed over time.
+    (
+        &[
+            &[
+                "co2", "humidity", "light", "moisture", "pressure", "readings", "temperature",
+                "voltage",
+            ],
+            &[
+                "change", "changed", "changes", "days", "hours", "overnight", "since", "today",
+                "trend", "week", "yesterday",
+            ],
+            &[
+                "compare", "did", "give", "has", "how", "list", "show", "trend", "was", "were",
+                "what",
+            ],
+        ],
+        "history",
     ),
     // Every gateway at once.
     (
@@ -1589,7 +1663,7 @@ impl SearchIndex {
                 *s *= OPENING_VERB_BOOST;
             }
             if later && name == "schedule_create" {
-                *s *= VERB_BOOST;
+                *s *= LATER_BOOST;
             }
         }
         best(scored, limit)
