@@ -379,6 +379,8 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a note to", "update"),
     ("add a comment to", "update"),
     ("out loud", "aloud"),
+    ("on my plate", "on my todo list"),
+    ("stop planning", "exit plan mode"),
     ("check it off", "check off"),
     ("tick it off", "tick off"),
     ("cross it off", "cross off"),
@@ -457,12 +459,7 @@ const PHRASES: &[(&[&str], &str)] = &[
         "todo",
     ),
     (
-        &[
-            "reach me",
-            "contact me",
-            "get hold of me",
-            "message me on",
-        ],
+        &["reach me", "contact me", "get hold of me", "message me on"],
         "channels",
     ),
     (
@@ -502,10 +499,14 @@ fn addresses_the_user(query: &str) -> bool {
         "say", "send", "shoot", "tell", "text", "update", "write",
     ];
     let ws: Vec<String> = words(query).collect();
+    // "reply: ok, see you at 5" (a label, its content dropped) answers the person who wrote.
+    if ws.len() <= 2 && ws.first().is_some_and(|w| w == "reply" || w == "respond") {
+        return true;
+    }
     ws.iter().enumerate().any(|(i, w)| {
         let person = ws[i + 1..]
             .iter()
-            .take(3)
+            .take(4)
             .find(|p| PEOPLE.contains(&p.as_str()));
         match person {
             // "give me the readings" asks for something; "give me a heads up" is told something.
@@ -566,6 +567,8 @@ fn asks_the_user(query: &str) -> bool {
 
 /// Words that name a file or folder (a file name or path in the query counts too).
 const FILE_WORDS: &[&str] = &[
+    "archive",
+    "backup",
     "dir",
     "directory",
     "file",
@@ -679,7 +682,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
     // Waiting for a line or a contact to change.
     (
         &[
-            &["once", "until", "when", "whenever"],
+            &["if", "once", "until", "when", "whenever"],
             &[
                 "closes",
                 "falling",
@@ -738,12 +741,27 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             &[
-                "co2", "humidity", "light", "moisture", "pressure", "readings", "temperature",
+                "co2",
+                "humidity",
+                "light",
+                "moisture",
+                "pressure",
+                "readings",
+                "temperature",
                 "voltage",
             ],
             &[
-                "change", "changed", "changes", "days", "hours", "overnight", "since", "today",
-                "trend", "week", "yesterday",
+                "change",
+                "changed",
+                "changes",
+                "days",
+                "hours",
+                "overnight",
+                "since",
+                "today",
+                "trend",
+                "week",
+                "yesterday",
             ],
             &[
                 "compare", "did", "give", "has", "how", "list", "show", "trend", "was", "were",
@@ -885,6 +903,15 @@ fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
     let did_i_tell = ws.windows(2).any(|p| p[0] == "did" && p[1] == "i")
         && ws.iter().any(|w| told.contains(&w.as_str()));
     about_mine || did_i_tell || (is_question(query) && ws.last().is_some_and(|w| w == "again"))
+}
+
+/// Whether the query runs quoted text: `run "make test"`, `execute 'ls -la'`.
+fn runs_a_quoted_command(query: &str) -> bool {
+    ["run", "execute", "exec"].iter().any(|v| {
+        ["\"", "'", "`", "\u{201c}"]
+            .iter()
+            .any(|q| query.contains(&format!("{v} {q}")))
+    })
 }
 
 /// Whether `text` holds `phrase` as whole words.
@@ -1229,6 +1256,9 @@ impl TextIndex {
         }
         if asks_about_the_user(&query, &self.vocabulary) {
             extra.push_str(" memory recall");
+        }
+        if runs_a_quoted_command(&query) {
+            extra.push_str(" shell command");
         }
         if asks_the_user(&query) {
             extra.push_str(" ask clarification question");
