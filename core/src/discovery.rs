@@ -630,7 +630,8 @@ const CUES: &[(&[&[&str]], &str)] = &[
             FILE_WORDS,
             &["date", "last", "time", "when"],
             &[
-                "change", "changed", "created", "edited", "modified", "saved", "touched",
+                "change", "changed", "created", "edit", "edited", "modified", "modify", "saved",
+                "touched",
                 "updated", "written",
             ],
         ],
@@ -896,6 +897,7 @@ fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
     let ws: Vec<String> = words(query).collect();
     let told = ["mention", "mentioned", "tell", "told", "say", "said"];
     let about_mine = is_question(query)
+        && !ws.iter().any(|w| FILE_WORDS.contains(&w.as_str()))
         && ws
             .windows(2)
             .take(4)
@@ -1232,6 +1234,7 @@ impl TextIndex {
         for det in ["the", "my", "your", "a"] {
             query = query.replace(&format!("{det} to do"), &format!("{det} todo"));
         }
+        let runs_quoted = runs_a_quoted_command(&query);
         let query = without_payload(&query);
         let mut q = String::with_capacity(query.len() * 2);
         let mut extra = String::new();
@@ -1257,7 +1260,7 @@ impl TextIndex {
         if asks_about_the_user(&query, &self.vocabulary) {
             extra.push_str(" memory recall");
         }
-        if runs_a_quoted_command(&query) {
+        if runs_quoted {
             extra.push_str(" shell command");
         }
         if asks_the_user(&query) {
