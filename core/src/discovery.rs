@@ -463,6 +463,10 @@ const PHRASES: &[(&[&str], &str)] = &[
         "channels",
     ),
     (
+        &["your notes", "my notes", "any notes", "notes do you"],
+        "memory",
+    ),
+    (
         &[
             "what do you know",
             "do you know about",
@@ -631,8 +635,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
             &["date", "last", "time", "when"],
             &[
                 "change", "changed", "created", "edit", "edited", "modified", "modify", "saved",
-                "touched",
-                "updated", "written",
+                "touched", "updated", "written",
             ],
         ],
         "stat metadata modified",
@@ -1011,7 +1014,6 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("tasks", "todo"),
     ("chores", "todo"),
     ("errands", "todo"),
-    ("notes", "memory"),
     ("note", "memory"),
     ("lowest", "min"),
     ("highest", "max"),
@@ -1028,6 +1030,12 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("keypress", "keys"),
     ("microcontroller", "mcu"),
     ("microcontrollers", "mcu"),
+    ("mcus", "mcu"),
+    ("st", "status"),
+    ("sub", "subscribe"),
+    ("pub", "publish"),
+    ("bg", "background"),
+    ("net", "network"),
     ("mention", "contain"),
     ("mentions", "contain"),
     ("mentioning", "contain"),
@@ -1612,6 +1620,19 @@ impl SearchIndex {
         }
     }
 
+    /// The query normalised (`normalise`), plus "modem command reply" when it carries an AT
+    /// command (`AT`, `AT+CSQ`), whose case is lost once lowercased.
+    fn with_modem_words(query: &str) -> String {
+        let mut q = normalise(query);
+        if query
+            .split(|c: char| c.is_whitespace() || "\"'`,;:()?!".contains(c))
+            .any(|w| w == "AT" || w.starts_with("AT+"))
+        {
+            q.push_str(" modem command reply");
+        }
+        q
+    }
+
     /// A query that names a tool exactly and asks how to use it ("parameters of serial_request")
     /// is about the discovery tools, not the named one: the name becomes the word "tool".
     fn about_a_named_tool(&self, query: &str) -> Option<String> {
@@ -1633,7 +1654,7 @@ impl SearchIndex {
             .split_whitespace()
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && !"/~".contains(c)))
             .any(|w| !looks_like_url(w) && (looks_like_file(w) || looks_like_path(w)));
-        let query = &normalise(query);
+        let query = &Self::with_modem_words(query);
         let about_a_tool = self.about_a_named_tool(query);
         let query = about_a_tool.as_deref().unwrap_or(query);
         let mut scored = self.text.scores(query);

@@ -41,7 +41,7 @@ pub static TODO_WRITE: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Replace your to-do list. At most one item may be in_progress.",
     params: r#"{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"status":{"enum":["pending","in_progress","done"]}},"required":["content","status"],"additionalProperties":false}}},"required":["items"],"additionalProperties":false}"#,
-    keywords: "task list checklist todos track progress tasks check off tick mark done complete add item items update todo to-do append cross finished backlog chores shopping groceries",
+    keywords: "task list checklist todos track progress tasks check off tick mark done complete add new item items update todo to-do append cross finished backlog chores shopping groceries",
 };
 
 /// `plan_update`.
