@@ -220,8 +220,8 @@ const VERB_CLASSES: &[(&[&str], &[&str])] = &[
     (
         &[
             "add", "append", "create", "design", "draw", "generate", "insert", "jot", "launch",
-            "make", "new", "paint", "put", "record", "remind", "run", "save", "set", "spawn",
-            "start",
+            "make", "new", "paint", "pop", "put", "record", "remind", "run", "save", "set",
+            "spawn", "stick", "start",
         ],
         &[
             "add", "create", "spawn", "start", "store", "generate", "write",
@@ -380,6 +380,7 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a comment to", "update"),
     ("out loud", "aloud"),
     ("on my plate", "on my todo list"),
+    ("note on", "update"),
     ("stop planning", "exit plan mode"),
     ("check it off", "check off"),
     ("tick it off", "tick off"),
@@ -465,6 +466,21 @@ const PHRASES: &[(&[&str], &str)] = &[
     (
         &["your notes", "my notes", "any notes", "notes do you"],
         "memory",
+    ),
+    (
+        &[
+            "need to do",
+            "need to get done",
+            "left to do",
+            "still to do",
+            "have to do",
+            "to get done",
+        ],
+        "todo",
+    ),
+    (
+        &["we covered", "have we covered", "we've covered"],
+        "summary",
     ),
     (
         &[
@@ -614,6 +630,8 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "older",
                 "permissions",
                 "perms",
+                "attributes",
+                "properties",
                 "readable",
                 "readonly",
                 "size",
@@ -632,7 +650,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             FILE_WORDS,
-            &["date", "last", "time", "when"],
+            &["date", "last", "lately", "recently", "time", "when"],
             &[
                 "change", "changed", "created", "edit", "edited", "modified", "modify", "saved",
                 "touched", "updated", "written",
@@ -774,6 +792,33 @@ const CUES: &[(&[&[&str]], &str)] = &[
         ],
         "history",
     ),
+    // Files that use or hold something.
+    (
+        &[
+            &["what", "which"],
+            &["files"],
+            &[
+                "call",
+                "calls",
+                "contain",
+                "contains",
+                "import",
+                "imports",
+                "mention",
+                "mentions",
+                "reference",
+                "references",
+                "use",
+                "uses",
+            ],
+        ],
+        "file search",
+    ),
+    // Keeping something running.
+    (
+        &[&["keep", "leave"], &["alive", "going", "running"]],
+        "start background",
+    ),
     // Every gateway at once.
     (
         &[
@@ -822,14 +867,18 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "compiler",
                 "daemon",
                 "job",
+                "launched",
+                "logger",
                 "process",
                 "processes",
                 "program",
                 "script",
                 "server",
+                "started",
                 "task",
                 "test",
                 "tests",
+                "worker",
             ],
             &[
                 "console",
@@ -839,6 +888,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "errors",
                 "exception",
                 "exceptions",
+                "lines",
                 "output",
                 "outputs",
                 "print",
@@ -1510,6 +1560,11 @@ fn names_a_time(query: &str) -> bool {
         "min", "mins", "minute", "minutes", "hour", "hours", "hr", "hrs", "day", "days", "week",
         "weeks", "sec", "secs", "seconds",
     ];
+    // "at six", "at seven".
+    const HOURS: &[&str] = &[
+        "eight", "eleven", "five", "four", "nine", "one", "seven", "six", "ten", "three", "twelve",
+        "two",
+    ];
     // "in two hours", "in a few minutes", "in half an hour".
     const NUMBER_WORDS: &[&str] = &[
         "a", "an", "couple", "eight", "few", "five", "four", "half", "nine", "one", "six", "ten",
@@ -1554,7 +1609,16 @@ fn names_a_time(query: &str) -> bool {
         let deadline = i > 0 && matches!(ws[i - 1].as_str(), "by" | "before" | "until");
         (clock(w) && !deadline)
             || (WHEN.contains(&w.as_str()) && !question && !deadline)
-            || (w == "at" && (number(next) || clock(next) || next == "midnight" || next == "noon"))
+            || (w == "at"
+                && (number(next)
+                    || clock(next)
+                    || HOURS.contains(&next)
+                    || matches!(next, "midnight" | "noon")))
+            // "half past six", "ten o'clock".
+            || (w == "past"
+                && i > 0
+                && matches!(ws[i - 1].as_str(), "half" | "quarter" | "ten" | "twenty" | "five"))
+            || (w == "clock" && i > 0 && ws[i - 1] == "o")
             || (w == "in"
                 && (number(next) || NUMBER_WORDS.contains(&next))
                 && (UNITS.contains(&after)

@@ -29,7 +29,7 @@ pub static SEND_MESSAGE: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Send the user a message, on the current channel unless one is given.",
     params: r#"{"type":"object","properties":{"text":{"type":"string"},"channel":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
-    keywords: "notify tell user reply push notification alert message chat say inform update quick note shoot report back status heads up dm respond answer ping text sms email telegram send let know announce write",
+    keywords: "notify tell user reply notification alert message chat say inform update quick note shoot report back status heads up dm respond answer ping text sms email telegram send let know announce write",
 };
 
 /// `todo_write`.
