@@ -456,6 +456,8 @@ const PHRASES: &[(&[&str], &str)] = &[
             "todo list",
             "my todo",
             "the todo",
+            "my tasks",
+            "your tasks",
         ],
         "todo",
     ),
@@ -560,6 +562,7 @@ const PEOPLE: &[&str] = &[
     "everyone",
     "her",
     "him",
+    "human",
     "me",
     "owner",
     "people",
@@ -630,6 +633,9 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "older",
                 "permissions",
                 "perms",
+                "date",
+                "dates",
+                "symlink",
                 "attributes",
                 "properties",
                 "readable",
@@ -1060,8 +1066,6 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("spreadsheet", "csv export"),
     ("excel", "csv export"),
     ("checklist", "todo"),
-    ("task", "todo"),
-    ("tasks", "todo"),
     ("chores", "todo"),
     ("errands", "todo"),
     ("note", "memory"),
@@ -1619,6 +1623,7 @@ fn names_a_time(query: &str) -> bool {
                 && i > 0
                 && matches!(ws[i - 1].as_str(), "half" | "quarter" | "ten" | "twenty" | "five"))
             || (w == "clock" && i > 0 && ws[i - 1] == "o")
+            || (w == "next" && (PERIODS.contains(&next) || WHEN.contains(&next)) && !question)
             || (w == "in"
                 && (number(next) || NUMBER_WORDS.contains(&next))
                 && (UNITS.contains(&after)
