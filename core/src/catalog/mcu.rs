@@ -13,7 +13,7 @@ pub static MCU_LIST: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "List attached microcontrollers with port, firmware version and link health.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached list which connected boards firmware version link health online usb serial microcontrollers",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached list which connected boards firmware version link health online usb serial microcontrollers plugged",
 };
 
 /// `mcu_info`.
