@@ -380,6 +380,12 @@ const REWRITES: &[(&str, &str)] = &[
     ("add a comment to", "update"),
     ("out loud", "aloud"),
     ("on my plate", "on my todo list"),
+    ("get word to", "tell"),
+    ("send word to", "tell"),
+    ("pass on to", "tell"),
+    ("who can write", "permissions"),
+    ("who can read", "permissions"),
+    ("who can access", "permissions"),
     ("don't need", "remove"),
     ("do not need", "remove"),
     ("no longer need", "remove"),
@@ -499,6 +505,17 @@ const PHRASES: &[(&[&str], &str)] = &[
     ),
     (
         &[
+            "my ok",
+            "my okay",
+            "my approval",
+            "sign off",
+            "for approval",
+            "my go ahead",
+        ],
+        "approve accept plan",
+    ),
+    (
+        &[
             "what do you know",
             "do you know about",
             "what you know",
@@ -576,11 +593,16 @@ const LATER: &[&str] = &[
 const PEOPLE: &[&str] = &[
     "everybody",
     "everyone",
+    "family",
+    "friend",
     "her",
     "him",
+    "household",
     "human",
+    "husband",
     "me",
     "owner",
+    "partner",
     "people",
     "person",
     "team",
@@ -589,6 +611,7 @@ const PEOPLE: &[&str] = &[
     "user",
     "users",
     "whoever",
+    "wife",
 ];
 
 /// Whether the query asks to put a question to a person: "ask them", "ask the user which…",
@@ -649,6 +672,7 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "older",
                 "permissions",
                 "perms",
+                "empty",
                 "date",
                 "dates",
                 "symlink",
@@ -672,7 +696,17 @@ const CUES: &[(&[&[&str]], &str)] = &[
     (
         &[
             FILE_WORDS,
-            &["date", "last", "lately", "recently", "time", "when"],
+            &[
+                "date",
+                "last",
+                "lately",
+                "recently",
+                "since",
+                "time",
+                "today",
+                "when",
+                "yesterday",
+            ],
             &[
                 "change", "changed", "created", "edit", "edited", "modified", "modify", "saved",
                 "touched", "updated", "written",
@@ -1107,6 +1141,7 @@ const QUERY_SYNONYMS: &[(&str, &str)] = &[
     ("megabytes", "size"),
     ("gigabytes", "size"),
     ("shift", "move"),
+    ("ticked", "todo done"),
     ("st", "status"),
     ("sub", "subscribe"),
     ("pub", "publish"),
