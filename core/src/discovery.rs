@@ -459,9 +459,11 @@ fn starts_with_a_word_of(phrase: &str, present: &HashSet<String>) -> bool {
 
 /// Whether the query opens with a question word.
 fn is_question(query: &str) -> bool {
-    words(query)
-        .next()
-        .is_some_and(|w| QUESTION_OPENERS.contains(&w.as_str()))
+    // The first word, without splitting the whole query (this is asked several times a search).
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .is_some_and(|w| QUESTION_OPENERS.iter().any(|o| o.eq_ignore_ascii_case(w)))
 }
 
 /// Phrases whose words mean little alone but much together, with what they add to the query.
