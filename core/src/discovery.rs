@@ -2153,6 +2153,22 @@ mod tests {
     }
 
     #[test]
+    fn no_verb_is_in_two_classes_and_every_cue_has_few_groups() {
+        // `verb_class` keeps a verb's first class: a verb in two would silently lose one.
+        let mut seen = HashSet::new();
+        for (verbs, _) in VERB_CLASSES {
+            for v in *verbs {
+                assert!(seen.insert(*v), "{v} is in two verb classes");
+            }
+        }
+        // `cue_words` keeps each cue's met groups as bits of a u32.
+        assert!(CUES.iter().all(|(groups, _)| !groups.is_empty() && groups.len() < 32));
+        assert_eq!(verb_class("cancel"), Some(VERB_CLASSES[0].1));
+        assert_eq!(synonym("temp"), Some("temperature"));
+        assert_eq!(synonym("nonsense"), None);
+    }
+
+    #[test]
     fn cue_words_need_every_group() {
         let ws = |q: &str| words(q).collect::<Vec<_>>();
         assert!(cue_words(&ws("how big is the log file"), false).contains("stat"));
