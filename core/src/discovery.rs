@@ -387,6 +387,8 @@ const REWRITES: &[(&str, &str)] = &[
     ("off and on again", "reboot"),
     ("write back", "reply"),
     ("did i say", "did we discuss"),
+    ("did we say", "did we discuss"),
+    ("did you say", "did you mention"),
     ("free memory", "free ram"),
     ("memory usage", "ram usage"),
     ("memory left", "ram left"),
@@ -1673,6 +1675,10 @@ fn without_quoted(query: &str) -> String {
 fn names_a_time(query: &str) -> bool {
     let ws: Vec<String> = words(&query.replace(':', "h")).collect();
     let number = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit());
+    // "at 7", "at 0730"; not "at 192.168.1.1".
+    let hour = |w: &str| {
+        number(w) && (w.parse::<u32>().is_ok_and(|h| h <= 24) || (w.len() == 4 && w <= "2400"))
+    };
     let clock = |w: &str| {
         let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
         let unit = &w[digits.len()..];
@@ -1737,7 +1743,7 @@ fn names_a_time(query: &str) -> bool {
         (clock(w) && !deadline)
             || (WHEN.contains(&w.as_str()) && !question && !deadline)
             || (w == "at"
-                && (number(next)
+                && (hour(next)
                     || clock(next)
                     || HOURS.contains(&next)
                     || matches!(next, "midnight" | "noon")))
@@ -2126,6 +2132,9 @@ mod tests {
         assert!(names_a_time("run the backup nightly"));
         assert!(!names_a_time("finish the enclosure by friday"));
         assert!(!names_a_time("be done before 5pm"));
+        // An address is not an hour.
+        assert!(!names_a_time("the router admin is at 192.168.1.1"));
+        assert!(names_a_time("at 0730 open the blinds"));
         // In a question a day more often asks about the past.
         assert!(!names_a_time("was it colder on monday"));
         assert!(names_a_threshold("raise an alarm if the co2 passes 1200"));
@@ -2162,7 +2171,9 @@ mod tests {
             }
         }
         // `cue_words` keeps each cue's met groups as bits of a u32.
-        assert!(CUES.iter().all(|(groups, _)| !groups.is_empty() && groups.len() < 32));
+        assert!(CUES
+            .iter()
+            .all(|(groups, _)| !groups.is_empty() && groups.len() < 32));
         assert_eq!(verb_class("cancel"), Some(VERB_CLASSES[0].1));
         assert_eq!(synonym("temp"), Some("temperature"));
         assert_eq!(synonym("nonsense"), None);
