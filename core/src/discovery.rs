@@ -770,8 +770,9 @@ const CUES: &[(&[&[&str]], &str)] = &[
     // Looking through files.
     (
         &[
-            &["find", "grep", "locate", "search"],
+            &["find", "grep", "locate", "look", "search"],
             &[
+                "code",
                 "codebase",
                 "files",
                 "project",
@@ -908,6 +909,28 @@ const CUES: &[(&[&[&str]], &str)] = &[
         &[&["keep", "leave"], &["alive", "going", "running"]],
         "start background",
     ),
+    // Where code is defined or called.
+    (
+        &[&[
+            "callers",
+            "defined",
+            "definition",
+            "implemented",
+            "references",
+        ]],
+        "symbol code",
+    ),
+    // Running a shell program.
+    (
+        &[
+            &["exec", "execute", "run"],
+            &[
+                "cat", "df", "du", "free", "grep", "ls", "make", "ps", "top", "uname", "uptime",
+                "whoami",
+            ],
+        ],
+        "shell command",
+    ),
     // Every gateway at once.
     (
         &[
@@ -1004,11 +1027,14 @@ const CUES: &[(&[&[&str]], &str)] = &[
                 "background",
                 "build",
                 "compile",
+                "daemon",
                 "job",
+                "logger",
                 "process",
                 "script",
                 "task",
                 "tests",
+                "worker",
             ],
             &["log", "logged", "logging", "logs"],
         ],
@@ -1739,7 +1765,12 @@ fn names_a_time(query: &str) -> bool {
         let next = ws.get(i + 1).map(String::as_str).unwrap_or("");
         let after = ws.get(i + 2).map(String::as_str).unwrap_or("");
         // "by friday", "before 5pm": a deadline, not a time to act.
-        let deadline = i > 0 && matches!(ws[i - 1].as_str(), "by" | "before" | "until");
+        // "since monday", "from tuesday", "last friday": a time in the past, to look at.
+        let deadline = i > 0
+            && matches!(
+                ws[i - 1].as_str(),
+                "by" | "before" | "until" | "since" | "from" | "last"
+            );
         (clock(w) && !deadline)
             || (WHEN.contains(&w.as_str()) && !question && !deadline)
             || (w == "at"
