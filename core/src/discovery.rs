@@ -1097,10 +1097,9 @@ fn asks_about_the_user(query: &str, known: &HashSet<String>) -> bool {
 
 /// Whether the query runs quoted text: `run "make test"`, `execute 'ls -la'`.
 fn runs_a_quoted_command(query: &str) -> bool {
-    ["run", "execute", "exec"].iter().any(|v| {
-        ["\"", "'", "`", "\u{201c}"]
-            .iter()
-            .any(|q| query.contains(&format!("{v} {q}")))
+    let ws: Vec<&str> = query.split_whitespace().collect();
+    ws.windows(2).any(|p| {
+        matches!(p[0], "run" | "execute" | "exec") && p[1].starts_with(['"', '\'', '`', '\u{201c}'])
     })
 }
 
@@ -1447,8 +1446,15 @@ impl TextIndex {
     /// marked, and synonyms added.
     fn expand_query(&self, query: &str) -> String {
         let mut query = query.to_lowercase().replace("to-do", "todo");
-        for det in ["the", "my", "your", "a"] {
-            query = query.replace(&format!("{det} to do"), &format!("{det} todo"));
+        if query.as_bytes().windows(5).any(|w| w == b"to do") {
+            for (from, to) in [
+                ("the to do", "the todo"),
+                ("my to do", "my todo"),
+                ("your to do", "your todo"),
+                ("a to do", "a todo"),
+            ] {
+                query = query.replace(from, to);
+            }
         }
         let runs_quoted = runs_a_quoted_command(&query);
         let query = without_payload(&query);
@@ -1799,6 +1805,9 @@ fn looks_like_url(w: &str) -> bool {
         "app", "co", "com", "de", "dev", "edu", "eu", "fr", "gov", "info", "io", "net", "nl",
         "org", "uk",
     ];
+    if !w.contains(['.', ':']) {
+        return false;
+    }
     let lower = w.to_ascii_lowercase();
     if lower.contains("://") || lower.starts_with("www.") {
         return true;
@@ -2148,7 +2157,12 @@ mod tests {
         assert_eq!(normalise("get rid of watch 4"), "remove watch 4");
         // Whole words only.
         assert_eq!(normalise("recall offsets"), "recall offsets");
-        for w in ["https://example.com", "www.example.org", "example.org/docs"] {
+        for w in [
+            "https://example.com",
+            "http://localhost:8080",
+            "www.example.org",
+            "example.org/docs",
+        ] {
             assert!(looks_like_url(w), "{w}");
         }
         assert!(!looks_like_url("config.toml") && !looks_like_url("main.rs"));
