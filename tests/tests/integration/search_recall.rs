@@ -149,7 +149,7 @@ fn recall_on_the_fresh_validation_set_is_at_least_090_at_1_and_098_at_5() {
 #[test]
 fn recall_on_the_first_held_out_set_is_at_least_093_at_1_and_098_at_5() {
     let r = recall(FRESH_HELDOUT);
-    report("fresh held-out set (first round)", &r);
+    report("first-round held-out set", &r);
     assert!(r.n >= 60, "{} held-out phrasings", r.n);
     assert_recall(&r, 0.93, 0.98);
 }
@@ -180,7 +180,8 @@ fn recall_on_the_held_aside_sets_meets_issue_18s_target() {
         }
         Err(_) => {
             let r = recall(&format!("{H18R_ASIDE}\n{H18R_ASIDE2}"));
-            report_totals("second-round aside sets (misses not shown)", &r);
+            // Totals only: the misses of the aside sets are not shown.
+            report_totals("second-round aside sets", &r);
             assert!(r.n >= 100, "only {} aside phrasings", r.n);
             assert_recall_totals(&r, 0.85, 0.98);
         }
