@@ -1,10 +1,11 @@
 //! `tool_search` latency over the 115 tools of profile `full`.
 //!
 //! Criterion measures the mean; the percentile pass before it prints p50/p99 over every query of
-//! the five phrasing sets (dev, extra, issue 18's fresh tuning, validation and held-out sets: a
-//! realistic mix of short, long, typo'd, quoted and path-bearing queries; target: p99 ≤ 100 µs),
-//! against a baseline measured in the same run (an empty query through the same index), because
-//! absolute times on a shared 2-core machine are noisy.
+//! the eight phrasing sets (dev, extra, issue 18's fresh tuning, validation and held-out sets, and
+//! the second round's tuning and aside sets: a realistic mix of short, long, typo'd, quoted and
+//! path-bearing queries; target: p99 ≤ 100 µs), against a baseline measured in the same run (an
+//! empty query through the same index), because absolute times on a shared 2-core machine are
+//! noisy.
 
 use covo_core::discovery::SearchIndex;
 use criterion::{criterion_group, Criterion};
@@ -12,12 +13,15 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Instant;
 
-const SETS: [&str; 5] = [
+const SETS: [&str; 8] = [
     include_str!("../../tests/fixtures/toolsearch-dev.tsv"),
     include_str!("../../tests/fixtures/toolsearch-extra.tsv"),
     include_str!("../../tests/fixtures/toolsearch-fresh-tune.tsv"),
     include_str!("../../tests/fixtures/toolsearch-fresh-validation.tsv"),
     include_str!("../../tests/fixtures/toolsearch-fresh-heldout.tsv"),
+    include_str!("../../tests/fixtures/toolsearch-h18r-tune.tsv"),
+    include_str!("../../tests/fixtures/toolsearch-h18r-aside.tsv"),
+    include_str!("../../tests/fixtures/toolsearch-h18r-aside2.tsv"),
 ];
 
 fn queries() -> Vec<&'static str> {

@@ -13,7 +13,7 @@ pub static WATCH_CREATE: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Watch a sensor quantity and fire when a threshold rule holds for a duration, then notify or run a tool. Returns the watch id.",
  params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"declared sensor or microcontroller, e.g. climate"},"quantity":{"type":"string","description":"e.g. temperature; on a microcontroller pinN, adcN (mV) or adcN_raw"},"op":{"enum":[">","<",">=","<="]},"threshold":{"type":"number"},"for":{"type":"string","description":"how long the rule must hold, e.g. 5m"},"hysteresis":{"type":"number","description":"re-arm margin, in the quantity's unit"},"action":{"enum":["notify","tool"],"default":"notify"},"message":{"type":"string","description":"notification text"},"tool":{"type":"string","description":"tool to run when action is tool"},"arguments":{"type":"object"}},"required":["sensor","quantity","op","threshold"],"additionalProperties":false}"#,
- keywords: "watch monitor alert alarm threshold trigger rule condition when if whenever above below exceeds crosses drops rises goes gets becomes higher lower greater less than warmer colder degrees too hot too cold limit temperature humidity co2 level reading notify ping me let me know automation if then automatically react run action warn keep eye falls fall",
+ keywords: "watch monitor alert alarm threshold trigger rule condition when if whenever above below exceeds crosses drops rises goes gets becomes higher lower greater less than warmer colder degrees too hot too cold limit co2 level notify ping me let me know automation if then automatically react run action warn keep eye falls fall",
 };
 
 /// `watch_list`.

@@ -29,7 +29,7 @@ pub static SEND_MESSAGE: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Send the user a message, on the current channel unless one is given.",
     params: r#"{"type":"object","properties":{"text":{"type":"string"},"channel":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
-    keywords: "notify tell user reply push notification alert message chat say inform update quick note shoot report back status heads up dm respond answer ping text sms email telegram send let know announce write",
+    keywords: "notify tell user reply notification alert message chat say inform update quick note shoot report back status heads up dm respond answer ping text sms email telegram send let know announce write",
 };
 
 /// `todo_write`.
@@ -41,7 +41,7 @@ pub static TODO_WRITE: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Replace your to-do list. At most one item may be in_progress.",
     params: r#"{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"content":{"type":"string"},"status":{"enum":["pending","in_progress","done"]}},"required":["content","status"],"additionalProperties":false}}},"required":["items"],"additionalProperties":false}"#,
-    keywords: "task list checklist todos track progress tasks check off tick mark done complete add item items update todo to-do append cross finished backlog chores shopping groceries",
+    keywords: "task list checklist todos track progress tasks check off tick mark done complete add new item items update todo to-do append cross finished backlog chores shopping groceries",
 };
 
 /// `plan_update`.

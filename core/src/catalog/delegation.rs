@@ -25,7 +25,7 @@ pub static SUBAGENT_STATUS: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Get the progress of a spawned sub-agent: state (running, done, failed, cancelled, interrupted), steps, recent tool calls, elapsed time.",
  params: r#"{"type":"object","properties":{"handle":{"type":"string","description":"from subagent_spawn"}},"required":["handle"],"additionalProperties":false}"#,
- keywords: "sub agent subagent status progress how is it doing running done finished yet check",
+ keywords: "sub agent subagent status progress how is it doing up to running done finished yet check",
 };
 
 /// `subagent_result`.
@@ -73,7 +73,7 @@ pub static SWARM_BROADCAST: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Send one tool call to every online gateway that serves the tool and gather their answers until the deadline.",
  params: r#"{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object","default":{}},"timeout_ms":{"type":"integer","minimum":100,"maximum":300000,"default":5000}},"required":["tool"],"additionalProperties":false}"#,
- keywords: "swarm broadcast ask all every gateways nodes boards everyone fleet fan out query gather collect answers",
+ keywords: "swarm broadcast ask all gateways nodes boards everyone fleet fan out query gather collect answers",
 };
 
 /// The specs of this toolset, in catalog order.

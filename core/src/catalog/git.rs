@@ -49,7 +49,7 @@ pub static GIT_COMMIT: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Stage the given paths and commit them with a message. Returns the commit hash.",
     params: r#"{"type":"object","properties":{"repo":{"type":"string","description":"repository path, default: current workspace"},"paths":{"type":"array","items":{"type":"string"}},"message":{"type":"string"}},"required":["paths","message"],"additionalProperties":false}"#,
-    keywords: "git commit save changes stage add check in record version control message",
+    keywords: "git commit save changes stage add record version control message",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -25,7 +25,7 @@ pub static GPIO_WRITE: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Set a GPIO output to level; with pulse_ms, revert after that many ms.",
  params: r#"{"type":"object","properties":{"pin":{"type":["integer","string"],"description":"BCM or name"},"level":{"enum":[0,1]},"pulse_ms":{"type":"integer"}},"required":["pin","level"],"additionalProperties":false}"#,
- keywords: "gpio write set pin output high low on off turn switch toggle relay led light lamp buzzer valve pump heater door lock strike power enable energize pulse momentary click timed trigger actuate",
+ keywords: "gpio write set drive pin output high low on off turn switch toggle relay led light lamp buzzer valve pump heater door lock strike power enable energize pulse momentary click timed trigger actuate",
 };
 
 /// `gpio_wait_edge`.

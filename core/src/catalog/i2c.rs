@@ -62,7 +62,7 @@ pub static I2C_READ_REGISTER: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Read count register values of width bits (big-endian) from an I2C device, starting at register. Sends a one-byte register address; register_width 16 sends two, which counts as a write.",
  params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"register":{"type":["integer","string"]},"count":{"type":"integer"},"width":{"enum":[8,16],"default":8},"register_width":{"enum":[8,16],"default":8}},"required":["address","register"],"additionalProperties":false}"#,
- keywords: "i2c register read reg chip id who am i whoami status config calibration dump peek i2cget i2cdump register map sensor register 0xd0 twi iic smbus",
+ keywords: "i2c register read reg chip id who am i whoami status config calibration dump peek i2cget i2cdump sensor register 0xd0 twi iic smbus",
 };
 
 /// The specs of this toolset, in catalog order.

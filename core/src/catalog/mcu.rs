@@ -13,7 +13,7 @@ pub static MCU_LIST: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "List attached microcontrollers with port, firmware version and link health.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board list which connected boards firmware version link health online usb serial microcontrollers",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached list which connected boards firmware version link health online usb serial microcontrollers plugged",
 };
 
 /// `mcu_info`.
@@ -25,7 +25,7 @@ pub static MCU_INFO: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show a microcontroller's firmware, capabilities and uptime.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"}},"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board info details identity firmware version capabilities features what can it do pins adc channels buses uptime running",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached info details identity firmware version capabilities features what can it do pins adc channels buses uptime running",
 };
 
 /// `mcu_gpio_read`.
@@ -37,7 +37,7 @@ pub static MCU_GPIO_READ: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Read a pin (0 or 1) on an attached microcontroller.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"}},"required":["pin"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio read input digital level state digitalread",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached pin gpio read input digital level state digitalread",
 };
 
 /// `mcu_gpio_write`.
@@ -49,7 +49,7 @@ pub static MCU_GPIO_WRITE: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Drive a pin on an attached microcontroller high (1) or low (0).",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"level":{"enum":[0,1]}},"required":["pin","level"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pin gpio write output drive toggle high low on off digitalwrite",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached pin gpio write output drive toggle high low on off digitalwrite",
 };
 
 /// `mcu_adc_read`.
@@ -61,7 +61,7 @@ pub static MCU_ADC_READ: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Read an ADC channel on an attached microcontroller; returns raw and mV.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"channel":{"type":"integer"}},"required":["channel"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0 read",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0 read",
 };
 
 /// `mcu_pwm_set`.
@@ -73,7 +73,7 @@ pub static MCU_PWM_SET: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Set PWM frequency and duty cycle on a microcontroller pin.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"frequency_hz":{"type":"number"},"duty":{"type":"number","minimum":0,"maximum":1}},"required":["pin","duty"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board pwm duty cycle frequency analogwrite servo motor fan led dim brightness",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached pwm duty cycle frequency analogwrite servo motor fan led dim brightness",
 };
 
 /// `mcu_i2c_transfer`.
@@ -85,7 +85,7 @@ pub static MCU_I2C_TRANSFER: ToolSpec = ToolSpec {
         effect: Effect::Actuate,
         description: "Write and/or read bytes on a microcontroller's own I2C bus.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""},"count":{"type":"integer"}},"required":["address"],"additionalProperties":false}"#,
- keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached board i2c transfer write read scan transaction bus sensor wire twi",
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached i2c transfer write read scan transaction bus sensor wire twi",
 };
 
 /// The specs of this toolset, in catalog order.

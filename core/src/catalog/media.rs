@@ -14,7 +14,7 @@ pub static IMAGE_GENERATE: ToolSpec = ToolSpec {
     description:
         "Generate an image from a prompt with the peer's image model. Returns an artifact id.",
     params: r#"{"type":"object","properties":{"prompt":{"type":"string"},"size":{"enum":["512x512","1024x1024"],"default":"1024x1024"}},"required":["prompt"],"additionalProperties":false}"#,
-    keywords: "image generate create make draw picture illustration art dall-e stable diffusion",
+    keywords: "image generate create make draw paint painting picture illustration art artwork logo dall-e stable diffusion",
 };
 
 /// `image_describe`.

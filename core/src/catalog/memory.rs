@@ -37,7 +37,7 @@ pub static MEMORY_FORGET: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Delete memories: one by id, or every memory containing all words of query. Returns the ids deleted; the text is also removed wherever else covo stored it (conversations, audit log, to-dos, plans, goals, schedules, watches, sub-agents).",
         params: r#"{"type":"object","properties":{"id":{"type":"integer"},"query":{"type":"string","minLength":1}},"additionalProperties":false}"#,
-        keywords: "forget delete remove erase memory unlearn drop note wipe memories about",
+        keywords: "forget delete remove erase memory unlearn note wipe memories about",
 };
 
 /// `semantic_memory_store`.

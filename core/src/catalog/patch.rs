@@ -13,7 +13,7 @@ pub static FS_EDIT: ToolSpec = ToolSpec {
         effect: Effect::Write,
         description: "Replace an exact string in a file. The match must be unique unless all is true.",
  params: r#"{"type":"object","properties":{"path":{"type":"string","description":"relative to a workspace root"},"old":{"type":"string","description":"exact text to find"},"new":{"type":"string","description":"replacement text"},"all":{"type":"boolean","default":false}},"required":["path","old","new"],"additionalProperties":false}"#,
- keywords: "edit file replace string text word substitute change modify fix line rename variable search and replace sed swap",
+ keywords: "edit file replace string text word substitute change modify fix line rename variable replace all sed swap",
 };
 
 /// `apply_patch`.

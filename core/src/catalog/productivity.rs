@@ -75,7 +75,7 @@ pub static SCHEDULE_LIST: ToolSpec = ToolSpec {
     effect: Effect::Read,
     description: "List scheduled jobs with their next run time (UTC).",
     params: r#"{"type":"object","properties":{"all":{"type":"boolean","description":"Include finished and cancelled jobs"}},"additionalProperties":false}"#,
-    keywords: "scheduled jobs reminders timers cron list upcoming next run pending alarms planned tonight tomorrow calendar agenda queued queue",
+    keywords: "scheduled jobs reminders timers cron list upcoming next run pending alarms planned tonight tomorrow this week calendar agenda queued queue",
 };
 
 /// `schedule_cancel`.
@@ -100,8 +100,7 @@ pub static KANBAN_ADD: ToolSpec = ToolSpec {
     effect: Effect::Write,
     description: "Add a card to a kanban board column (board \"main\" by default).",
     params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"},"column":{"type":"string","description":"e.g. todo, doing, done"},"title":{"type":"string","minLength":1},"note":{"type":"string"}},"required":["column","title"],"additionalProperties":false}"#,
-    keywords:
-        "kanban card board column task ticket backlog trello add create sticky todo doing put new",
+    keywords: "kanban card board column ticket backlog trello add create sticky doing",
 };
 
 /// `kanban_move`.
@@ -125,7 +124,7 @@ pub static KANBAN_LIST: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show a kanban board: its columns in order, each with its cards.",
         params: r#"{"type":"object","properties":{"board":{"type":"string","default":"main"}},"additionalProperties":false}"#,
-        keywords: "kanban board show view list cards columns tasks task board tickets backlog overview trello status lanes",
+        keywords: "kanban board show view list cards columns board tickets backlog overview trello status lanes",
 };
 
 /// The specs of this toolset, in catalog order.

@@ -13,7 +13,7 @@ pub static SHELL_EXEC: ToolSpec = ToolSpec {
         effect: Effect::Destructive,
         description: "Run a shell command with a timeout and output cap (asks for approval). Returns exit code, stdout and stderr.",
  params: r#"{"type":"object","properties":{"command":{"type":"string"},"cwd":{"type":"string","description":"working directory"},"timeout_s":{"type":"integer","minimum":1,"maximum":600,"default":60}},"required":["command"],"additionalProperties":false}"#,
- keywords: "shell command run execute bash sh terminal cli script program make cargo npm pip exit code ls cat ps top df du",
+ keywords: "shell command run execute bash sh terminal cli script program make cargo npm pip pytest uname docker apt curl wget gcc cmake exit code ls cat ps top df du",
 };
 
 /// `process_start`.

@@ -13,7 +13,7 @@ pub static SYSTEM_INFO: ToolSpec = ToolSpec {
         effect: Effect::Read,
         description: "Show the gateway's CPU temperature, load, memory, disk, uptime and OS.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
- keywords: "system info cpu temperature soc load memory ram disk space storage uptime os kernel health raspberry pi overheating throttling usage busy hot",
+ keywords: "system info cpu soc load memory ram disk space storage uptime os kernel health raspberry pi overheating throttling usage busy hot",
 };
 
 /// `network_info`.

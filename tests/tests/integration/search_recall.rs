@@ -1,9 +1,19 @@
-//! `tool_search` quality over profile `full`, on four phrasing sets (`tests/fixtures/`): the
-//! development set, the extra phrasings, and issue 18's fresh sets: `toolsearch-fresh-tune.tsv`
-//! (ranking was tuned on it), `toolsearch-fresh-validation.tsv` (written later, used only as an
-//! aggregate to choose between tuning states) and `toolsearch-fresh-heldout.tsv` (kept aside:
-//! never tuned on).
+//! `tool_search` quality over profile `full`, on the phrasing sets in `tests/fixtures/`: the
+//! development set, the extra phrasings, and issue 18's fresh sets:
+//! - `toolsearch-fresh-tune.tsv` (tuned on), `toolsearch-fresh-validation.tsv` and
+//!   `toolsearch-fresh-heldout.tsv` (both once kept aside; after many looks they became tuning
+//!   data in the second round);
+//! - `toolsearch-h18r-tune.tsv`: the second round's own phrasings, written in four batches, each
+//!   measured before it was tuned on (tuned on);
+//! - `toolsearch-h18r-aside.tsv` and `toolsearch-h18r-aside2.tsv`: kept aside in the second
+//!   round (never tuned on; only their totals were read).
+//!
 //! Prints recall@1 and recall@5 and every query whose first hit is wrong (`--nocapture`).
+//!
+//! A set outside the repository (a new held-out file) is measured without editing code:
+//! `COVO_RECALL_SET=/path/set.tsv cargo test -p covo-tests --test integration
+//! search_recall::recall_on_the_held_aside_sets -- --nocapture` checks it against issue 18's
+//! target (recall@1 >= 0.85, recall@5 >= 0.98) instead of the two aside sets.
 
 use covo::discovery::SearchIndex;
 use std::collections::BTreeMap;
@@ -16,6 +26,8 @@ struct Recall {
 }
 
 fn recall(set: &str) -> Recall {
+    let names: std::collections::BTreeSet<&str> =
+        covo_core::catalog::all().map(|t| t.name).collect();
     let reg: Vec<_> = covo_core::catalog::all().collect();
     let owned = covo::profile::resolve(&reg, "full", &BTreeMap::new()).unwrap();
     let index = SearchIndex::build(&owned.tools);
@@ -27,6 +39,9 @@ fn recall(set: &str) -> Recall {
         }
         let (query, hits) = line.split_once('\t').expect("query<TAB>tools");
         let want: Vec<&str> = hits.split(',').map(str::trim).collect();
+        for w in &want {
+            assert!(names.contains(w), "{query:?} names {w:?}, not a tool");
+        }
         let got: Vec<&str> = index.search(query, 5).iter().map(|h| h.tool.name).collect();
         n += 1;
         if got.first().is_some_and(|g| want.contains(g)) {
@@ -57,6 +72,24 @@ fn report(name: &str, r: &Recall) {
     }
 }
 
+/// Totals only: the misses of a set kept aside are not shown, so nobody tunes on them.
+fn report_totals(name: &str, r: &Recall) {
+    println!(
+        "tool_search {name}: {} queries, recall@1 = {:.3}, recall@5 = {:.3}",
+        r.n, r.at1, r.at5
+    );
+}
+
+/// `assert_recall` without the misses in its message.
+fn assert_recall_totals(r: &Recall, at1: f64, at5: f64) {
+    assert!(
+        r.at1 >= at1 && r.at5 >= at5,
+        "recall@1 {:.3} (floor {at1}), recall@5 {:.3} (floor {at5})",
+        r.at1,
+        r.at5
+    );
+}
+
 fn assert_recall(r: &Recall, at1: f64, at5: f64) {
     assert!(
         r.at1 >= at1 && r.at5 >= at5,
@@ -72,7 +105,14 @@ const EXTRA: &str = include_str!("../../fixtures/toolsearch-extra.tsv");
 const FRESH_TUNE: &str = include_str!("../../fixtures/toolsearch-fresh-tune.tsv");
 const FRESH_VALIDATION: &str = include_str!("../../fixtures/toolsearch-fresh-validation.tsv");
 const FRESH_HELDOUT: &str = include_str!("../../fixtures/toolsearch-fresh-heldout.tsv");
+const H18R_TUNE: &str = include_str!("../../fixtures/toolsearch-h18r-tune.tsv");
+const H18R_ASIDE: &str = include_str!("../../fixtures/toolsearch-h18r-aside.tsv");
+const H18R_ASIDE2: &str = include_str!("../../fixtures/toolsearch-h18r-aside2.tsv");
 
+// The floors of the sets tuned on sit a little under what was reached (in the comments), so
+// that a change elsewhere may cost a query or two but the ranking cannot slip back.
+
+/// Reached: 1.000 / 1.000.
 #[test]
 fn recall_on_the_dev_set_is_at_least_095_at_1_and_complete_at_5() {
     let r = recall(DEV);
@@ -80,35 +120,72 @@ fn recall_on_the_dev_set_is_at_least_095_at_1_and_complete_at_5() {
     assert_recall(&r, 0.95, 1.0);
 }
 
+/// Reached: 0.975 / 1.000.
 #[test]
-fn recall_on_the_extra_phrasings_is_at_least_085_at_1_and_complete_at_5() {
+fn recall_on_the_extra_phrasings_is_at_least_095_at_1_and_complete_at_5() {
     let r = recall(EXTRA);
     report("extra set", &r);
-    assert_recall(&r, 0.85, 1.0);
+    assert_recall(&r, 0.95, 1.0);
 }
 
+/// Reached: 0.956 / 1.000.
 #[test]
-fn recall_on_the_fresh_tuning_set_is_at_least_085_at_1_and_098_at_5() {
+fn recall_on_the_fresh_tuning_set_is_at_least_093_at_1_and_099_at_5() {
     let r = recall(FRESH_TUNE);
     report("fresh tuning set", &r);
-    assert_recall(&r, 0.85, 0.98);
+    assert_recall(&r, 0.93, 0.99);
 }
 
+/// Reached: 0.937 / 1.000.
 #[test]
-fn recall_on_the_fresh_validation_set_is_at_least_075_at_1_and_092_at_5() {
+fn recall_on_the_fresh_validation_set_is_at_least_090_at_1_and_098_at_5() {
     let r = recall(FRESH_VALIDATION);
     report("fresh validation set", &r);
-    assert_recall(&r, 0.75, 0.92);
+    assert_recall(&r, 0.90, 0.98);
 }
 
-/// The held-out set guards what was reached (recall@1 0.762, recall@5 0.963 when this was
-/// written) so that it cannot slip back; issue 18 asks for 0.85 and 0.98, not met yet (see the notes).
+/// The first round's held-out set (0.762 / 0.963 when the first round ended; tuning data in the
+/// second round). Reached: 0.963 / 1.000.
 #[test]
-fn recall_on_the_held_out_fresh_set_does_not_slip_below_what_was_reached() {
+fn recall_on_the_first_held_out_set_is_at_least_093_at_1_and_098_at_5() {
     let r = recall(FRESH_HELDOUT);
-    report("fresh held-out set", &r);
+    report("first-round held-out set", &r);
     assert!(r.n >= 60, "{} held-out phrasings", r.n);
-    assert_recall(&r, 0.75, 0.95);
+    assert_recall(&r, 0.93, 0.98);
+}
+
+/// The second round's tuning phrasings (1,148 in fourteen batches). Reached: 0.938 / 0.993.
+#[test]
+fn recall_on_the_second_round_tuning_set_is_at_least_092_at_1_and_098_at_5() {
+    let r = recall(H18R_TUNE);
+    report("second-round tuning set", &r);
+    assert!(r.n >= 1000, "{} phrasings", r.n);
+    assert_recall(&r, 0.92, 0.98);
+}
+
+/// Issue 18's target on phrasings never tuned on: recall@1 >= 0.85 and recall@5 >= 0.98. By
+/// default on the second round's two aside sets together (reached: 0.882 / 0.992, from 0.840 /
+/// 0.975 before the round); with `COVO_RECALL_SET=path` on that file instead (a held-out set
+/// outside the repository), read at run time.
+#[test]
+fn recall_on_the_held_aside_sets_meets_issue_18s_target() {
+    match std::env::var("COVO_RECALL_SET") {
+        Ok(path) => {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("COVO_RECALL_SET={path}: {e}"));
+            let r = recall(&text);
+            report(&path, &r);
+            assert!(r.n >= 50, "{path}: only {} phrasings", r.n);
+            assert_recall(&r, 0.85, 0.98);
+        }
+        Err(_) => {
+            let r = recall(&format!("{H18R_ASIDE}\n{H18R_ASIDE2}"));
+            // Totals only: the misses of the aside sets are not shown.
+            report_totals("second-round aside sets", &r);
+            assert!(r.n >= 100, "only {} aside phrasings", r.n);
+            assert_recall_totals(&r, 0.85, 0.98);
+        }
+    }
 }
 
 fn phrasings(set: &str) -> Vec<(&str, Vec<&str>)> {
@@ -129,6 +206,9 @@ fn the_fresh_sets_name_only_real_tools_cover_all_115_and_do_not_share_a_phrasing
     let tune = phrasings(FRESH_TUNE);
     let held = phrasings(FRESH_HELDOUT);
     let validation = phrasings(FRESH_VALIDATION);
+    let second = phrasings(H18R_TUNE);
+    let aside = phrasings(H18R_ASIDE);
+    let aside2 = phrasings(H18R_ASIDE2);
     let mut seen = std::collections::BTreeSet::new();
     for (q, tools) in tune.iter().chain(&held).chain(&validation) {
         for t in tools {
@@ -147,4 +227,38 @@ fn the_fresh_sets_name_only_real_tools_cover_all_115_and_do_not_share_a_phrasing
         );
     }
     assert!(tune.len() + held.len() >= 150);
+
+    // The second round's sets: every tool in its tuning set, and no phrasing in two sets (of
+    // all the sets in the repository).
+    let second_seen: std::collections::BTreeSet<&str> =
+        second.iter().flat_map(|(_, t)| t.iter().copied()).collect();
+    let missing: Vec<_> = names.difference(&second_seen).collect();
+    assert!(
+        missing.is_empty(),
+        "second round: tools with no phrasing: {missing:?}"
+    );
+    let mut owner: std::collections::BTreeMap<String, &str> = std::collections::BTreeMap::new();
+    for (set, lines) in [
+        ("dev", phrasings(DEV)),
+        ("extra", phrasings(EXTRA)),
+        ("fresh-tune", tune.clone()),
+        ("fresh-heldout", held.clone()),
+        ("fresh-validation", validation.clone()),
+        ("h18r-tune", second.clone()),
+        ("h18r-aside", aside.clone()),
+        ("h18r-aside2", aside2.clone()),
+    ] {
+        for (q, tools) in &lines {
+            for t in tools {
+                assert!(names.contains(t), "{set}: {q:?} names {t:?}, not a tool");
+            }
+            if set.starts_with("h18r") {
+                if let Some(other) = owner.get(&q.to_lowercase()) {
+                    panic!("{q:?} is in both {other} and {set}");
+                }
+            }
+            owner.entry(q.to_lowercase()).or_insert(set);
+        }
+    }
+    assert!(second.len() >= 100 && aside.len() + aside2.len() >= 100);
 }
