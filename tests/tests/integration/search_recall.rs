@@ -7,6 +7,10 @@
 //!   measured before it was tuned on (tuned on);
 //! - `toolsearch-h18r-aside.tsv` and `toolsearch-h18r-aside2.tsv`: kept aside in the second
 //!   round (never tuned on; only their totals were read).
+//! - `toolsearch-blind.tsv`: 282 phrasings written apart, by someone who read the catalog but
+//!   not the engine or its keywords, while the second round tuned; measured once, after it
+//!   ended (0.872 / 0.979). It is in the repository now, so it is no longer blind: a next round
+//!   writes its own.
 //!
 //! Prints recall@1 and recall@5 and every query whose first hit is wrong (`--nocapture`).
 //!
@@ -108,6 +112,7 @@ const FRESH_HELDOUT: &str = include_str!("../../fixtures/toolsearch-fresh-heldou
 const H18R_TUNE: &str = include_str!("../../fixtures/toolsearch-h18r-tune.tsv");
 const H18R_ASIDE: &str = include_str!("../../fixtures/toolsearch-h18r-aside.tsv");
 const H18R_ASIDE2: &str = include_str!("../../fixtures/toolsearch-h18r-aside2.tsv");
+const BLIND: &str = include_str!("../../fixtures/toolsearch-blind.tsv");
 
 // The floors of the sets tuned on sit a little under what was reached (in the comments), so
 // that a change elsewhere may cost a query or two but the ranking cannot slip back.
@@ -186,6 +191,16 @@ fn recall_on_the_held_aside_sets_meets_issue_18s_target() {
             assert_recall_totals(&r, 0.85, 0.98);
         }
     }
+}
+
+/// The set written apart and measured once when the second round ended: 0.872 / 0.979 (issue
+/// 18's target is 0.85 / 0.98: met at 1, one phrasing short at 5). Guarded where it stood.
+#[test]
+fn recall_on_the_blind_set_is_at_least_085_at_1_and_0975_at_5() {
+    let r = recall(BLIND);
+    report_totals("blind set", &r);
+    assert!(r.n >= 280, "only {} blind phrasings", r.n);
+    assert_recall_totals(&r, 0.85, 0.975);
 }
 
 fn phrasings(set: &str) -> Vec<(&str, Vec<&str>)> {
