@@ -224,6 +224,28 @@ pub struct RunConfig {
     pub session_idle_secs: Option<u64>,
 }
 
+/// `[mcp]`: covo as an MCP server. `covo mcp` serves over stdio; `covo run` also serves
+/// streamable HTTP when `bind` is set.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// `covo run` serves MCP over streamable HTTP at `http://BIND/mcp` (e.g. `127.0.0.1:8765`);
+    /// default off. Anything but a loopback address needs `token`.
+    pub bind: Option<String>,
+    /// The bearer token HTTP clients must send (`Authorization: Bearer TOKEN`); `$COVO_MCP_TOKEN`
+    /// overrides it.
+    pub token: Option<String>,
+    /// Destructive tools (names or wildcards) MCP clients may run without being asked through
+    /// elicitation. Any other destructive call is confirmed by the client's user, or refused
+    /// when the client cannot ask.
+    pub approve: Vec<String>,
+    /// The profile whose tools MCP clients may use (default `edge`).
+    pub profile: Option<String>,
+    /// The toolsets whose tools are listed (default: the `gateway` platform's); the rest of the
+    /// profile is found through `tool_search` and called through `tool_call`.
+    pub toolset: Vec<String>,
+}
+
 /// `[store]`: how much of the growing tables the database keeps. Each table is pruned by age
 /// and by row count, whichever bites first, in small batches while `covo run` runs (and by
 /// `covo store prune`). `0` turns a limit off.
@@ -346,6 +368,9 @@ pub struct Config {
     /// Retention of the growing tables.
     #[serde(default)]
     pub store: StoreConfig,
+    /// covo as an MCP server (`covo mcp`, and `covo run`'s streamable HTTP endpoint).
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// Where the configuration came from, if a file.
     #[serde(skip)]
     pub source: Option<PathBuf>,

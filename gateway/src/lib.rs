@@ -38,6 +38,8 @@ pub mod hardware;
 pub mod hooks;
 pub mod link;
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod logging;
 pub mod policy;
 pub mod runtime;
