@@ -17,6 +17,7 @@ mod fs_race;
 mod git;
 mod hardware;
 mod layers;
+mod mcp_server;
 mod link_bounds;
 mod patch;
 mod peer_protocol_doc;
