@@ -40,6 +40,9 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# The MCP tests' clients: a Python venv (python3-venv) and npm (Node.js); see below.
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+need npm || missing+=(npm)
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
@@ -84,6 +87,17 @@ need cargo-zigbuild || { echo "run-all: cargo-zigbuild is missing and could not 
 # cargo-deb makes the Debian packages (tests/package/build.sh).
 need cargo-deb || cargo install cargo-deb --locked
 need cargo-deb || { echo "run-all: cargo-deb is missing and could not be installed" >&2; exit 1; }
+# MCP tests (gateway/tests/integration/mcp_server.rs and the MCP client's tests) run real
+# third-party MCP parts. Python packages: tests/mcp/requirements.txt, into the venv
+# target/venv-tests (the tests find it through $COVO_TEST_VENV). npm packages:
+# tests/mcp/package.json + package-lock.json, into tests/mcp/node_modules (npm ci). To add a
+# package, add it to one of those files (and `npm install --package-lock-only` for npm).
+export COVO_TEST_VENV=${COVO_TEST_VENV:-$PWD/target/venv-tests}
+[ -x "$COVO_TEST_VENV/bin/python" ] || python3 -m venv "$COVO_TEST_VENV"
+"$COVO_TEST_VENV/bin/python" -m pip install --quiet -r tests/mcp/requirements.txt \
+  || { echo "run-all: the MCP tests' Python packages (tests/mcp/requirements.txt) could not be installed" >&2; exit 1; }
+(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error) \
+  || { echo "run-all: the MCP tests' npm packages (tests/mcp/package.json) could not be installed" >&2; exit 1; }
 
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 # Disk: CI machines have little of it (a clean run once failed with "No space left on device").

@@ -38,9 +38,9 @@ pub mod hardware;
 pub mod hooks;
 pub mod link;
 pub mod llm;
+pub mod logging;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod logging;
 pub mod policy;
 pub mod runtime;
 pub mod schema;

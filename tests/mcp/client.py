@@ -53,6 +53,8 @@ async def check_tools(s, summary):
     # A destructive tool of the toolsets the test lists.
     assert by["fs_delete"].annotations.destructive_hint is True
     assert by["sensor_read"].input_schema["required"] == ["sensor"]
+    # covo's own agent-loop tools are not for MCP clients.
+    assert "plan_update" not in by and "send_message" not in by, sorted(by)
     summary["tools"] = len(tools)
     summary["listed"] = sorted(by)
 

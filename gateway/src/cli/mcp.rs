@@ -65,7 +65,12 @@ pub fn for_run(config: &Config, daemon: &Runtime) -> anyhow::Result<Option<Http>
     let token = mcp::token(&config.mcp);
     let addr = mcp::check_bind(&bind, token.as_deref()).map_err(usage)?;
     // The daemon's board: the hardware is opened once per process.
-    let shared = runtime(config.clone(), None, Vec::new(), Some(daemon.board().clone()))?;
+    let shared = runtime(
+        config.clone(),
+        None,
+        Vec::new(),
+        Some(daemon.board().clone()),
+    )?;
     Ok(Some(Http {
         shared,
         addr,

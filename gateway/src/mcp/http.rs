@@ -153,7 +153,10 @@ mod tests {
             Err(HttpError::NoToken(_))
         ));
         assert!(check_bind("0.0.0.0:8765", Some("t")).is_ok());
-        assert!(matches!(check_bind("localhost", None), Err(HttpError::Bind(_))));
+        assert!(matches!(
+            check_bind("localhost", None),
+            Err(HttpError::Bind(_))
+        ));
     }
 
     #[test]

@@ -14,11 +14,11 @@ use covo_core::plan::Selection;
 use covo_core::spec::{Effect, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, InitializeResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities,
-    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, SubscribeRequestParams, Tool,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -37,6 +37,19 @@ const IDEMPOTENT: &[&ToolSpec] = &[
     &catalog::display::DISPLAY_TEXT,
     &catalog::display::DISPLAY_CLEAR,
     &catalog::core::TODO_WRITE,
+];
+
+/// Tools of covo's own agent loop, never listed to MCP clients: they steer a turn of covo's
+/// model (its plan, its to-dos, its final answer, its questions and messages to the user on
+/// covo's channels), and an MCP client runs its own loop. They stay findable and callable
+/// through the discovery tools like any owned tool.
+const AGENT_LOOP: &[&ToolSpec] = &[
+    &catalog::core::SEND_MESSAGE,
+    &catalog::core::TODO_WRITE,
+    &catalog::core::PLAN_UPDATE,
+    &catalog::core::EXIT_PLAN_MODE,
+    &catalog::core::ASK_CLARIFICATION,
+    &catalog::core::STRUCTURED_OUTPUT,
 ];
 
 /// At most this many images go out with one tool result.
@@ -70,8 +83,8 @@ impl Shared {
         &self.rt
     }
 
-    /// The specs `tools/list` shows: the plan's visible tools, then the discovery tools that
-    /// the profile owns and the plan did not already show.
+    /// The specs `tools/list` shows: the plan's visible tools but those of covo's own agent
+    /// loop, then the discovery tools that the profile owns and the plan did not show.
     pub fn listed(&self) -> Vec<&'static ToolSpec> {
         let mut specs = match self.rt.plan(&self.selection) {
             Ok(p) => p.visible,
@@ -80,6 +93,7 @@ impl Shared {
                 self.rt.core_plan().visible
             }
         };
+        specs.retain(|s| !AGENT_LOOP.iter().any(|a| is(s, a)));
         for d in [
             &catalog::discovery::TOOL_SEARCH,
             &catalog::discovery::TOOL_DESCRIBE,
@@ -414,7 +428,11 @@ fn parse_uri(rt: &Runtime, uri: &str) -> Option<Res> {
     }
 }
 
-fn window(rt: &Runtime, sensor: &str, back: chrono::Duration) -> Result<Vec<crate::store::readings::Reading>, String> {
+fn window(
+    rt: &Runtime,
+    sensor: &str,
+    back: chrono::Duration,
+) -> Result<Vec<crate::store::readings::Reading>, String> {
     let now = chrono::Utc::now();
     let since = (now - back).to_rfc3339();
     let until = (now + chrono::Duration::seconds(1)).to_rfc3339();
@@ -432,7 +450,10 @@ fn latest(rt: &Runtime, sensor: &str, back: chrono::Duration) -> Result<Value, S
     };
     let mut q = Map::new();
     for r in rows.iter().filter(|r| r.at == last.at) {
-        q.insert(r.quantity.clone(), json!({"value": r.value, "unit": r.unit}));
+        q.insert(
+            r.quantity.clone(),
+            json!({"value": r.value, "unit": r.unit}),
+        );
     }
     Ok(json!({"sensor": sensor, "at": last.at, "quantities": q}))
 }
@@ -460,7 +481,11 @@ fn read(rt: &Runtime, res: &Res, uri: &str) -> Result<ResourceContents, String> 
             let mut v = latest(rt, s, chrono::Duration::days(1))?;
             if v["at"].is_null() {
                 // Nothing today: the newest reading the store still keeps.
-                v = latest(rt, s, chrono::Duration::days(crate::tools::sensors::MAX_WINDOW_DAYS))?;
+                v = latest(
+                    rt,
+                    s,
+                    chrono::Duration::days(crate::tools::sensors::MAX_WINDOW_DAYS),
+                )?;
             }
             ResourceContents::text(v.to_string(), uri).with_mime_type("application/json")
         }
@@ -553,7 +578,10 @@ impl ServerHandler for CovoMcp {
     ) -> Result<ListResourcesResult, McpError> {
         let rt = &self.shared.rt;
         let mut all = vec![Resource::new(BOARD_URI, "board")
-            .with_title(format!("Board definition ({})", rt.board().def().board.name))
+            .with_title(format!(
+                "Board definition ({})",
+                rt.board().def().board.name
+            ))
             .with_description("The board file: buses, pins, devices and the safety policy.")
             .with_mime_type("application/toml")];
         for s in sensors(rt) {

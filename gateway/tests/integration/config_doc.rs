@@ -3,7 +3,7 @@
 //! section's table, every row names a real field, and the example at the end parses.
 
 use covo::config::{
-    AgentConfig, Config, FsConfig, LlmConfig, MqttConfig, NotifyConfig, PolicyConfig,
+    AgentConfig, Config, FsConfig, LlmConfig, McpConfig, MqttConfig, NotifyConfig, PolicyConfig,
     ProfileConfig, RunConfig, SwarmConfig, ToolsetConfig,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
@@ -90,6 +90,7 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
         ("`[run]`", fields::<RunConfig>()),
         ("`[notify]`", fields::<NotifyConfig>()),
         ("`[swarm]`", fields::<SwarmConfig>()),
+        ("`[mcp]`", fields::<McpConfig>()),
     ];
     let mut problems = Vec::new();
     for (heading, keys) in &sections {
@@ -109,6 +110,7 @@ fn every_config_key_is_documented_and_every_documented_key_exists() {
     let top = fields::<Config>();
     for t in [
         "policy", "fs", "llm", "agent", "mqtt", "run", "notify", "swarm", "profiles", "toolsets",
+        "mcp",
     ] {
         assert!(top.contains(&t), "Config lost `{t}`: update this test");
     }
@@ -130,6 +132,7 @@ fn the_documented_example_parses_and_sets_every_section() {
     assert_eq!(c.mqtt.as_ref().and_then(|m| m.call_timeout_ms), Some(30000));
     assert_eq!(c.run.telemetry_secs, Some(60));
     assert_eq!(c.swarm.expose, Some(vec!["sensor_*".to_string()]));
+    assert_eq!(c.mcp.bind.as_deref(), Some("127.0.0.1:8765"));
     assert_eq!(c.profiles["lab"].deny, vec!["gpio_write".to_string()]);
     assert_eq!(c.toolsets["greenhouse"].includes, vec!["core".to_string()]);
     // And every key of every section appears in it.
@@ -145,6 +148,7 @@ fn the_documented_example_parses_and_sets_every_section() {
         ("[run]", fields::<RunConfig>()),
         ("[notify]", fields::<NotifyConfig>()),
         ("[swarm]", fields::<SwarmConfig>()),
+        ("[mcp]", fields::<McpConfig>()),
     ] {
         let value: toml::Table = toml::from_str(text).unwrap();
         let table = if section.is_empty() {

@@ -32,7 +32,10 @@ const RANK: &[(&str, &[&str])] = &[
         &["policy", "exec", "spec", "user_io", "hooks", "runtime"],
     ),
     ("tools", &["watch", "tools"]),
-    ("agent and daemon", &["agent", "swarm", "daemon", "doctor", "mcp"]),
+    (
+        "agent and daemon",
+        &["agent", "swarm", "daemon", "doctor", "mcp"],
+    ),
     ("binary", &["cli", "main"]),
 ];
 
