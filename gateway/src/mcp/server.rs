@@ -252,12 +252,14 @@ impl UserIo for McpUserIo {
     }
 }
 
+/// Subscribed URIs → the sensor and the fingerprint of its last seen reading.
+type Subscriptions = Arc<Mutex<HashMap<String, (String, Option<String>)>>>;
+
 /// One MCP session (one stdio connection, or one HTTP session).
 pub struct CovoMcp {
     shared: Arc<Shared>,
     session: String,
-    /// Subscribed URIs → the sensor and the fingerprint of its last seen reading.
-    subs: Arc<Mutex<HashMap<String, (String, Option<String>)>>>,
+    subs: Subscriptions,
     watching: Mutex<bool>,
     stop: CancellationToken,
 }
