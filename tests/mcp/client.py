@@ -233,6 +233,20 @@ async def http(url, token, workdir):
             e = error_of(await s.call_tool("fs_delete", {"path": "victim.txt"}))
             assert "[mcp] approve" in e["message"], e
             summary["tools"] = len(tools)
+
+    # Elicitation over HTTP: the request reaches the client on the call's SSE stream.
+    async def decline(context, p):
+        summary["asked_over_http"] = p.message
+        return types.ElicitResult(action="decline")
+
+    async with httpx2.AsyncClient(headers=auth, timeout=30) as hc, streamable_http_client(
+        url, http_client=hc
+    ) as (r, w):
+        async with ClientSession(r, w, elicitation_callback=decline) as s:
+            await s.initialize()
+            e = error_of(await s.call_tool("fs_delete", {"path": "victim.txt"}))
+            assert e["kind"] == "approval_denied" and "decline" in e["message"], e
+    assert os.path.exists(os.path.join(workdir, "ws", "victim.txt"))
     async with httpx2.AsyncClient(timeout=10) as c:
         # The request size bound.
         big = dict(init, params=dict(init["params"], pad="x" * (2 << 20)))

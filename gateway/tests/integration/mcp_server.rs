@@ -211,6 +211,7 @@ fn python_sdk_over_http_needs_the_token_and_hits_the_size_and_session_bounds() {
     ]);
     assert_eq!(s["without_token"], 401);
     assert_eq!(s["too_large"], 413);
+    assert!(s["asked_over_http"].as_str().unwrap().contains("fs_delete"));
     assert!(s["tools"].as_u64().unwrap() >= 30);
     // The SDK's own session was closed when it left; 16 fit.
     assert_eq!(s["sessions_opened"], 16);
