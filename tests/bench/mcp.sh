@@ -2,13 +2,13 @@
 # covo as an MCP server, in one run (issue 16's targets): a `sensor_read` round trip over
 # `covo mcp` stdio against the same call through the in-process pipeline (p50 <= 1 ms and
 # <= 1.5x), the default `tools/list` in o200k tokens (<= 3,000) and `covo mcp`'s idle RSS.
-# PROFILE=dev measures a debug build (labelled as such); the default is an optimised build
-# (cargo's bench profile, i.e. release). N=calls (default 2000).
+# PROFILE=dev measures a debug build (labelled as such); the default is the release build.
+# N=calls (default 2000).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-profile=${PROFILE:-bench}
+profile=${PROFILE:-release}
 echo "== build: $profile"
-if [ "$profile" = bench ]; then
+if [ "$profile" = release ]; then
   cargo build --release -p covo-gateway --bin covo >/dev/null
   bin=${CARGO_TARGET_DIR:-$PWD/target}/release/covo
 else
