@@ -41,9 +41,10 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
-# The dashboard's browser test: Debian's chromium and chromium-driver (in the list above) with
-# selenium from a venv (below), which needs python3-venv.
+# The dashboard's browser test (selenium) and the MCP tests' clients run from a Python venv
+# (python3-venv); the MCP tests' npm parts need npm (Node.js). See below.
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+need npm || missing+=(npm)
 # The kernel suite (tests/kernel) boots Debian's 6.1 kernel in qemu-system-x86 with busybox-static,
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.

@@ -224,6 +224,32 @@ pub struct RunConfig {
     pub session_idle_secs: Option<u64>,
 }
 
+/// `[mcp]`: covo as an MCP server (`covo mcp` serves over stdio; `covo run` also serves
+/// streamable HTTP when `bind` is set), and the external MCP servers whose tools covo owns
+/// (`[mcp.servers.NAME]`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// `covo run` serves MCP over streamable HTTP at `http://BIND/mcp` (e.g. `127.0.0.1:8765`);
+    /// default off. Anything but a loopback address needs `token`.
+    pub bind: Option<String>,
+    /// The bearer token HTTP clients must send (`Authorization: Bearer TOKEN`); `$COVO_MCP_TOKEN`
+    /// overrides it.
+    pub token: Option<String>,
+    /// Destructive tools (names or wildcards) MCP clients may run without being asked through
+    /// elicitation. Any other destructive call is confirmed by the client's user, or refused
+    /// when the client cannot ask.
+    pub approve: Vec<String>,
+    /// The profile whose tools MCP clients may use (default `edge`).
+    pub profile: Option<String>,
+    /// The toolsets whose tools are listed (default: the `gateway` platform's); the rest of the
+    /// profile is found through `tool_search` and called through `tool_call`.
+    pub toolset: Vec<String>,
+    /// External MCP servers by name (`[a-z0-9_-]`, no `__`): their tools become `NAME__tool`
+    /// in the basic toolset `mcp_NAME`.
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
 /// `[store]`: how much of the growing tables the database keeps. Each table is pruned by age
 /// and by row count, whichever bites first, in small batches while `covo run` runs (and by
 /// `covo store prune`). `0` turns a limit off.
@@ -312,16 +338,6 @@ pub struct TelegramConfig {
     pub poll_timeout_secs: Option<u64>,
     /// The least time between two edits of a streaming answer, in milliseconds (default 1000).
     pub edit_every_ms: Option<u64>,
-}
-
-/// MCP (`[mcp]`): the external MCP servers whose tools covo owns (`[mcp.servers.NAME]`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// External MCP servers by name (`[a-z0-9_-]`, no `__`): their tools become `NAME__tool`
-    /// in the basic toolset `mcp_NAME`.
-    #[serde(default)]
-    pub servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// One external MCP server (`[mcp.servers.NAME]`): a command run as a child process over
@@ -492,7 +508,8 @@ pub struct Config {
     /// Retention of the growing tables.
     #[serde(default)]
     pub store: StoreConfig,
-    /// `[mcp]`: external MCP servers as tools.
+    /// `[mcp]`: covo as an MCP server (`covo mcp`, `covo run`'s streamable HTTP endpoint) and
+    /// external MCP servers as tools (`[mcp.servers.NAME]`).
     #[serde(default)]
     pub mcp: McpConfig,
     /// Telegram chat; `None` means no bot.

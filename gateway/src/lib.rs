@@ -43,6 +43,7 @@ pub mod link;
 pub mod llm;
 pub mod logging;
 #[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod mcp_client;
 pub mod policy;
 pub mod runtime;

@@ -34,6 +34,8 @@ struct Cli {
 
 pub mod chat;
 pub mod doctor;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod run;
 
 #[derive(Subcommand)]
@@ -87,6 +89,18 @@ enum Command {
     Run {
         #[command(flatten)]
         profile: ProfileArg,
+    },
+    /// Serve MCP over stdio: the tools of a profile (default `edge`) to an MCP client such as
+    /// Claude Desktop (`[mcp]`). Logs go to stderr.
+    #[cfg(feature = "mcp")]
+    Mcp {
+        /// The profile whose tools MCP clients may use (default: [mcp] profile, else `edge`).
+        #[arg(long, value_name = "P")]
+        profile: Option<String>,
+        /// List these toolsets' tools (repeatable; default: [mcp] toolset, else the `gateway`
+        /// platform's); the rest are found through tool_search.
+        #[arg(long = "toolset", value_name = "T")]
+        toolsets: Vec<String>,
     },
     /// The database: sizes and retention (`[store]`).
     #[command(subcommand)]
@@ -319,11 +333,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 Box::new(DaemonDeclines)
             };
+            let config_copy = config.clone();
             let mut opts = crate::tools::options(config);
             opts.profile = profile.profile.clone();
             opts.approver = approver;
-            run::run(Runtime::new(opts).map_err(usage)?)
+            let rt = Runtime::new(opts).map_err(usage)?;
+            #[cfg(feature = "mcp")]
+            let mcp = mcp::for_run(&config_copy, &rt)?;
+            #[cfg(not(feature = "mcp"))]
+            let mcp = {
+                let _ = config_copy;
+                None
+            };
+            run::run(rt, mcp)
         }
+        #[cfg(feature = "mcp")]
+        Command::Mcp { profile, toolsets } => mcp::stdio(config, profile, toolsets),
         Command::Chat {
             message,
             profile,

@@ -6,8 +6,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Runs `covo run` until Ctrl-C or SIGTERM.
-pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
+/// `covo run`'s MCP endpoint (`[mcp] bind`).
+#[cfg(feature = "mcp")]
+pub use super::mcp::Http as McpHttp;
+/// Without the `mcp` feature there is no MCP endpoint.
+#[cfg(not(feature = "mcp"))]
+pub type McpHttp = std::convert::Infallible;
+
+/// Runs `covo run` until Ctrl-C or SIGTERM, with MCP over HTTP when `mcp` is given.
+pub fn run(rt: Runtime, mcp: Option<McpHttp>) -> anyhow::Result<ExitCode> {
     let rt = Arc::new(rt);
     let model = super::chat::model(&rt);
     // One thread runs the loop; blocking work (tools, SQLite, the peer link) goes to a pool of
@@ -38,6 +45,12 @@ pub fn run(rt: Runtime) -> anyhow::Result<ExitCode> {
             eprintln!("covo run: stopping");
             s.cancel();
         });
+        #[cfg(feature = "mcp")]
+        if let Some(http) = mcp {
+            http.start(stop.clone()).await?;
+        }
+        #[cfg(not(feature = "mcp"))]
+        let _ = mcp;
         let samples = serve_web(web, &rt, &model, &stop).await?;
         let telegram = start_telegram(&rt, &model, &stop);
         let served = crate::daemon::serve_with(rt, model, stop, samples).await;

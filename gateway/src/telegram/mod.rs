@@ -13,7 +13,8 @@
 //!   polite refusal; nothing of theirs reaches the model.
 //! - **Chats.** One agent per chat (`daemon::Sessions`, bounded by `[run] max_sessions` and
 //!   evicted when idle), turns of a chat in order (the agent's lock is fair), chats side by
-//!   side; at most [`CHAT_QUEUE`] messages wait per chat.
+//!   side; at most [`CHAT_QUEUE`] messages per chat are in hand (the one being answered and those
+//!   waiting).
 //! - **Answers** stream into one message edited at most every `edit_every_ms`, split at
 //!   4,096 characters, in plain text (nothing to escape). Image artifacts that tools made
 //!   (plots, camera snapshots) follow as photos.
@@ -47,7 +48,8 @@ use tokio_util::sync::CancellationToken;
 pub const TOKEN_ENV: &str = "COVO_TELEGRAM_TOKEN";
 /// The Bot API unless `api_base` says otherwise.
 pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
-/// Messages of one chat waiting behind its running turn; more are refused with a note.
+/// Messages of one chat in hand at once (the one being answered and those waiting behind it);
+/// more are refused with a note.
 pub const CHAT_QUEUE: usize = 8;
 /// The longest text (in characters) taken from a user; longer is refused with a note.
 pub const MAX_INPUT_CHARS: usize = 4096;
@@ -527,17 +529,14 @@ async fn interrupted(bot: Arc<Bot>, row: InboxRow) {
 
 /// One message of a chat, run under its agent's lock (so in order).
 async fn run_row(bot: Arc<Bot>, agent: Arc<tokio::sync::Mutex<Agent>>, row: InboxRow) {
-    let mut agent = agent.lock().await;
     let chat = row.chat_id;
-    {
-        let mut q = lock(&bot.queued);
-        if let Some(n) = q.get_mut(&chat) {
-            *n -= 1;
-            if *n == 0 {
-                q.remove(&chat);
-            }
-        }
-    }
+    // The row counts against its chat's bound until it is answered, not only while it waits:
+    // the bound does not depend on how soon the first one starts.
+    let _in_hand = InHand {
+        bot: bot.clone(),
+        chat,
+    };
+    let mut agent = agent.lock().await;
     let id = row.update_id;
     match blocking(&bot.rt, move |s| s.telegram_claim(id)).await {
         Ok(true) => {}
@@ -561,6 +560,24 @@ async fn run_row(bot: Arc<Bot>, agent: Arc<tokio::sync::Mutex<Agent>>, row: Inbo
     }
     handle(&bot, &mut agent, chat, msg).await;
     let _ = blocking(&bot.rt, move |s| s.telegram_done(id)).await;
+}
+
+/// One of a chat's messages in hand (waiting or being answered); dropping it frees its place.
+struct InHand {
+    bot: Arc<Bot>,
+    chat: i64,
+}
+
+impl Drop for InHand {
+    fn drop(&mut self) {
+        let mut q = lock(&self.bot.queued);
+        if let Some(n) = q.get_mut(&self.chat) {
+            *n -= 1;
+            if *n == 0 {
+                q.remove(&self.chat);
+            }
+        }
+    }
 }
 
 /// Starts a new conversation for the chat's agent, keeping its approver.

@@ -136,6 +136,7 @@ fn the_documented_example_parses_and_sets_every_section() {
     assert_eq!(c.run.telemetry_secs, Some(60));
     assert_eq!(c.swarm.expose, Some(vec!["sensor_*".to_string()]));
     assert_eq!(c.web.bind.as_deref(), Some("127.0.0.1:8080"));
+    assert_eq!(c.mcp.bind.as_deref(), Some("127.0.0.1:8765"));
     assert_eq!(c.profiles["lab"].deny, vec!["gpio_write".to_string()]);
     assert_eq!(c.toolsets["greenhouse"].includes, vec!["core".to_string()]);
     // A stdio and an HTTP MCP server: between them, every key of a server.
@@ -165,6 +166,7 @@ fn the_documented_example_parses_and_sets_every_section() {
         ("[swarm]", fields::<SwarmConfig>()),
         ("[telegram]", fields::<TelegramConfig>()),
         ("[web]", fields::<WebConfig>()),
+        ("[mcp]", fields::<McpConfig>()),
     ] {
         let value: toml::Table = toml::from_str(text).unwrap();
         let table = if section.is_empty() {

@@ -42,7 +42,9 @@ const RANK: &[(&str, &[&str])] = &[
     ("tools", &["watch", "tools"]),
     (
         "agent and daemon",
-        &["agent", "swarm", "daemon", "web", "telegram", "doctor"],
+        &[
+            "agent", "swarm", "daemon", "mcp", "web", "telegram", "doctor",
+        ],
     ),
     ("binary", &["cli", "main"]),
 ];

@@ -20,6 +20,8 @@ mod layers;
 mod link_bounds;
 #[cfg(feature = "mcp")]
 mod mcp_client;
+#[cfg(feature = "mcp")]
+mod mcp_server;
 mod patch;
 mod peer_protocol_doc;
 mod pipeline;

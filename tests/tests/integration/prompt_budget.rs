@@ -82,3 +82,37 @@ fn prompt_tokens_per_platform_are_printed() {
     );
     assert_eq!(rows[0], ("gateway", 40, rows[0].2), "{rows:?}");
 }
+
+/// `tools/list` of the default MCP server (`covo mcp`: the `edge` profile, the `gateway`
+/// platform's toolsets, the discovery tools; on the sim board) as the wire carries it, with
+/// titles, schemas and annotations: within the same 3,000 o200k tokens as the gateway payload.
+#[test]
+fn the_default_mcp_tools_list_fits_in_3000_tokens() {
+    use covo::plan::Selection;
+    let home = tempfile_home();
+    let mut opts = covo::tools::options(covo::config::Config::default());
+    opts.profile = Some("edge".into());
+    opts.home = Some(home.clone());
+    let selection = Selection::Platform("gateway".into());
+    opts.selection = Some(selection.clone());
+    let rt = std::sync::Arc::new(covo::runtime::Runtime::new(opts).unwrap());
+    let shared = covo::mcp::Shared::new(rt, selection, Vec::new());
+    let tools = shared.tools();
+    let wire = serde_json::json!({ "tools": tools }).to_string();
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let n = bpe.encode_with_special_tokens(&wire).len();
+    println!(
+        "MCP tools/list: {} tools, {n} o200k tokens, {} bytes",
+        tools.len(),
+        wire.len()
+    );
+    assert!(wire.contains("\"readOnlyHint\":true") && wire.contains("tool_search"));
+    assert!(n <= 3000, "{n} tokens");
+    let _ = std::fs::remove_dir_all(home);
+}
+
+fn tempfile_home() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("covo-mcp-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

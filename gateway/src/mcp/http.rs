@@ -1,0 +1,181 @@
+//! MCP over streamable HTTP (`[mcp] bind`, served by `covo run`): rmcp's tower service at
+//! `/mcp` inside an axum router that checks the bearer token and bounds the sessions.
+
+use super::server::{CovoMcp, Shared};
+use super::{MAX_REQUEST_BYTES, MAX_SESSIONS, SESSION_IDLE};
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Why the HTTP endpoint cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// `[mcp] bind` is not an address and port.
+    #[error("[mcp] bind = {0:?} is not an address:port (e.g. \"127.0.0.1:8765\")")]
+    Bind(String),
+    /// A non-loopback address without a token.
+    #[error(
+        "[mcp] bind = {0:?} is not a loopback address, so MCP clients must authenticate: set \
+         [mcp] token (or $COVO_MCP_TOKEN), or bind 127.0.0.1"
+    )]
+    NoToken(String),
+    /// The socket could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Listen(String, std::io::Error),
+}
+
+/// Checks `[mcp] bind` and the token rule: anything but loopback needs a token.
+pub fn check_bind(bind: &str, token: Option<&str>) -> Result<SocketAddr, HttpError> {
+    let addr: SocketAddr = bind.parse().map_err(|_| HttpError::Bind(bind.into()))?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(HttpError::NoToken(bind.into()));
+    }
+    Ok(addr)
+}
+
+struct Gate {
+    token: Option<String>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    let body = json!({"error": {"kind": "http", "message": message}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Equal in time whatever the first differing byte.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn gate(State(g): State<Arc<Gate>>, req: Request, next: Next) -> Response {
+    if let Some(token) = &g.token {
+        let sent = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes())) {
+            let mut r = refuse(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required: Authorization: Bearer <[mcp] token>".into(),
+            );
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("header"));
+            return r;
+        }
+    }
+    // A body announced larger than the bound is refused from its headers, before any of it is
+    // read (rmcp's own check reads up to the bound first).
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a request body is at most {MAX_REQUEST_BYTES} bytes"),
+        );
+    }
+    // A POST without a session id opens a session.
+    if req.method() == Method::POST && !req.headers().contains_key("mcp-session-id") {
+        let open = g.sessions.sessions.read().await.len();
+        if open >= MAX_SESSIONS {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{MAX_SESSIONS} MCP sessions are open, the most this gateway holds; close \
+                     one (HTTP DELETE) or wait {} s for an idle one to expire",
+                    SESSION_IDLE.as_secs()
+                ),
+            );
+        }
+    }
+    next.run(req).await
+}
+
+/// Serves MCP at `http://ADDR/mcp` until `stop`. Returns once the listener is bound, with the
+/// bound address (port 0 picks one) and the serving task.
+pub async fn serve_http(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    token: Option<String>,
+    stop: CancellationToken,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
+    let mut session = SessionConfig::default();
+    session.keep_alive = Some(SESSION_IDLE);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session;
+    let sessions = Arc::new(manager);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(MAX_REQUEST_BYTES)
+        .with_cancellation_token(stop.child_token());
+    if !addr.ip().is_loopback() {
+        // The token guards it; Host names of a LAN address are not known in advance.
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(CovoMcp::new(shared.clone())),
+        sessions.clone(),
+        config,
+    );
+    let gate_state = Arc::new(Gate { token, sessions });
+    let app = axum::Router::new()
+        .route_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(gate_state, gate));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| HttpError::Listen(addr.to_string(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| HttpError::Listen(addr.to_string(), e))?;
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "the MCP HTTP endpoint stopped");
+        }
+    });
+    Ok((bound, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_may_go_without_a_token() {
+        assert!(check_bind("127.0.0.1:8765", None).is_ok());
+        assert!(check_bind("[::1]:8765", None).is_ok());
+        assert!(matches!(
+            check_bind("0.0.0.0:8765", None),
+            Err(HttpError::NoToken(_))
+        ));
+        assert!(check_bind("0.0.0.0:8765", Some("t")).is_ok());
+        assert!(matches!(
+            check_bind("localhost", None),
+            Err(HttpError::Bind(_))
+        ));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,87 @@
+//! covo as an MCP server (feature `mcp`): `covo mcp` over stdio and, with `[mcp] bind`,
+//! `covo run` over streamable HTTP. Built on the official SDK, `rmcp`, with its
+//! `ServerHandler` written by hand (no macros, no derived schemas: the tools' schemas are the
+//! catalog's).
+//!
+//! Every MCP tool call enters the one pipeline (`Runtime::call`) as `Via::Mcp` with a
+//! [`Session`](crate::exec::Session) whose approver is the MCP client's user: a destructive
+//! call listed in `[mcp] approve` runs, any other is confirmed through MCP elicitation when
+//! the client declared it, and refused (naming `[mcp] approve`) when it did not.
+//!
+//! Bounds: a request is at most [`MAX_REQUEST_BYTES`] (stdio lines and HTTP bodies), at most
+//! [`MAX_CALLS`] tool calls run at once (more are refused as `busy`), HTTP serves at most
+//! [`MAX_SESSIONS`] sessions (idle ones close after [`SESSION_IDLE`]), a session subscribes to
+//! at most [`MAX_SUBSCRIPTIONS`] resources, and an elicitation waits at most [`ELICIT_WAIT`].
+
+mod http;
+mod server;
+
+pub use http::{check_bind, serve_http, HttpError};
+pub use server::{CovoMcp, McpUserIo, Shared};
+
+use crate::config::McpConfig;
+use covo_core::plan::Selection;
+use std::time::Duration;
+
+/// The largest request accepted, in bytes: one stdio line or one HTTP body.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Tool calls running at once, over all sessions; one more is refused as `busy`.
+pub const MAX_CALLS: usize = 4;
+/// HTTP sessions held at once; a new one beyond it is refused with 503.
+pub const MAX_SESSIONS: usize = 16;
+/// An HTTP session unused this long is closed.
+pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+/// Resources one session may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 32;
+/// How long a destructive call waits for the client's user to answer an elicitation.
+pub const ELICIT_WAIT: Duration = Duration::from_secs(120);
+/// How often subscribed readings are checked for a change.
+pub const POLL: Duration = Duration::from_millis(500);
+
+/// The profile MCP clients get: `--profile`, else `[mcp] profile`, else `edge`.
+pub fn profile(cli: Option<String>, cfg: &McpConfig) -> String {
+    cli.or_else(|| cfg.profile.clone())
+        .unwrap_or_else(|| "edge".into())
+}
+
+/// The toolsets listed to MCP clients: `--toolset`, else `[mcp] toolset`, else the `gateway`
+/// platform's defaults.
+pub fn selection(cli: Vec<String>, cfg: &McpConfig) -> Selection {
+    if !cli.is_empty() {
+        Selection::Toolsets(cli)
+    } else if !cfg.toolset.is_empty() {
+        Selection::Toolsets(cfg.toolset.clone())
+    } else {
+        Selection::Platform("gateway".into())
+    }
+}
+
+/// The bearer token: `$COVO_MCP_TOKEN`, else `[mcp] token`. An empty value is no token.
+pub fn token(cfg: &McpConfig) -> Option<String> {
+    std::env::var("COVO_MCP_TOKEN")
+        .ok()
+        .or_else(|| cfg.token.clone())
+        .filter(|t| !t.is_empty())
+}
+
+/// Why the stdio server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP over stdio: {0}")]
+pub struct StdioError(String);
+
+/// Serves one MCP client on stdin/stdout until it closes them. Logs go to stderr only.
+pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioError> {
+    use rmcp::ServiceExt as _;
+    let (stdin, stdout) = rmcp::transport::io::stdio();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
+        .with_max_line_length(MAX_REQUEST_BYTES);
+    let running = CovoMcp::new(shared)
+        .serve(transport)
+        .await
+        .map_err(|e| StdioError(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| StdioError(e.to_string()))?;
+    Ok(())
+}

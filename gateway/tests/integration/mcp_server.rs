@@ -1,0 +1,339 @@
+//! covo as an MCP server, against real third-party clients: the official Python SDK (`mcp` on
+//! PyPI, in the venv `tests/run-all.sh` makes: `$COVO_TEST_VENV`, default `target/venv-tests`)
+//! over stdio (`covo mcp`) and streamable HTTP (`covo run` with `[mcp] bind`), and the MCP
+//! Inspector's CLI (`tests/mcp/node_modules`, from `npm ci`). The Python checks are in
+//! `tests/mcp/client.py`; each prints a JSON summary asserted here too.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn covo() -> &'static str {
+    env!("CARGO_BIN_EXE_covo")
+}
+
+/// The venv's python with `mcp` installed, or a loud failure saying how to make it.
+fn python() -> PathBuf {
+    let venv = std::env::var_os("COVO_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/venv-tests"));
+    let py = venv.join("bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import mcp, httpx2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the MCP tests need the Python SDK `mcp` in {}: run tests/run-all.sh, or \
+         `python3 -m venv target/venv-tests && target/venv-tests/bin/pip install -r \
+         tests/mcp/requirements.txt` (or set COVO_TEST_VENV)",
+        venv.display()
+    );
+    py
+}
+
+/// A 1×1 PNG, what the test camera "captures".
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+    0x42, 0x60, 0x82,
+];
+
+/// A work folder with the sim board plus 20 more light sensors (more subscribable readings
+/// than one session may subscribe to), a camera that "captures" [`PNG`], a file workspace
+/// with `victim.txt`, and a covo.toml whose `[mcp]` lists `edge` and `fs` under `full`.
+fn setup(extra_mcp: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut board = std::fs::read_to_string(repo().join("boards/sim.toml")).unwrap();
+    for i in 0..20 {
+        board.push_str(&format!(
+            "\n[[device]]\nname = \"lux{i}\"\ndriver = \"bh1750\"\nbus = 1\naddress = {}\n",
+            0x40 + i
+        ));
+    }
+    std::fs::write(d.join("board.toml"), board).unwrap();
+    std::fs::write(d.join("fixture.png"), PNG).unwrap();
+    std::fs::create_dir_all(d.join("ws")).unwrap();
+    std::fs::write(d.join("ws/victim.txt"), "keep me unless approved").unwrap();
+    let config = d.join("covo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"home = "{d}/home"
+board = "{d}/board.toml"
+
+[fs]
+roots = ["{d}/ws"]
+
+[camera]
+command = ["cp", "{d}/fixture.png", "{{output}}"]
+
+[mcp]
+profile = "full"
+toolset = ["edge", "fs"]
+{extra_mcp}
+"#,
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    (dir, config)
+}
+
+/// Runs `tests/mcp/client.py ARGS`, fails with its output unless it succeeds, and returns the
+/// summary it printed last.
+fn client(args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(repo().join("tests/mcp/client.py"))
+        .args(args)
+        .env_remove("COVO_MCP_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "client.py {args:?} failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn python_sdk_over_stdio_lists_reads_is_refused_gets_images_and_subscribes() {
+    let (dir, config) = setup("");
+    let d = dir.path().display().to_string();
+    let s = client(&["stdio", covo(), config.to_str().unwrap(), &d]);
+    assert_eq!(s["protocol"], "2025-11-25");
+    assert!(s["tools"].as_u64().unwrap() >= 30, "{s}");
+    assert_eq!(s["policy_rule"], "i2c.write_allow");
+    assert!(s["refusal"]
+        .as_str()
+        .unwrap()
+        .contains("[mcp] approve = [\"fs_delete\"]"));
+    assert_eq!(s["image_bytes"].as_u64(), Some(PNG.len() as u64));
+    assert_eq!(s["busy"], 3);
+    assert_eq!(s["notified"], "covo://sensors/light/latest");
+    // 2 resources for each of 22 sensors, plus the board; 32 subscriptions fit: the light
+    // reading's, then 31 more of the list (which holds that one again at index 2), so the
+    // list's 33rd entry is refused.
+    assert_eq!(s["resources"], 45);
+    assert_eq!(s["subscriptions_refused_after"], 32);
+    assert!(dir.path().join("ws/victim.txt").exists());
+}
+
+#[test]
+fn elicitation_runs_a_destructive_tool_after_acceptance_and_not_after_decline() {
+    let (dir, config) = setup("");
+    let d = dir.path().display().to_string();
+    let c = config.to_str().unwrap();
+    let declined = client(&["elicit", "decline", covo(), c, &d]);
+    assert_eq!(declined["error"], true);
+    assert_eq!(declined["exists"], true);
+    assert!(declined["asked"].as_str().unwrap().contains("fs_delete"));
+    let accepted = client(&["elicit", "accept", covo(), c, &d]);
+    assert_eq!(accepted["error"], false);
+    assert_eq!(accepted["exists"], false);
+    // Both calls are in the audit log as MCP calls, the declined one as declined.
+    let rows = audit(
+        dir.path(),
+        "SELECT outcome FROM audit WHERE via = 'mcp' AND tool = 'fs_delete' ORDER BY rowid",
+    );
+    assert_eq!(rows, ["approval_denied", "ok"]);
+}
+
+/// The audit log's rows for a one-column query.
+fn audit(dir: &Path, sql: &str) -> Vec<String> {
+    let store = covo::store::Store::open_in(&dir.join("home")).unwrap();
+    let conn = store.conn();
+    let mut st = conn.prepare(sql).unwrap();
+    let rows = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// A running `covo run`, killed on drop.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `covo run` and waits for the MCP endpoint's address on stderr.
+fn start_run(config: &Path) -> (Daemon, String) {
+    let mut child = Command::new(covo())
+        .args(["--config", config.to_str().unwrap(), "run"])
+        .env_remove("COVO_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("covo run: MCP on ") {
+                let _ = tx.send(url.to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("covo run did not announce its MCP endpoint");
+    (Daemon(child), url)
+}
+
+#[test]
+fn python_sdk_over_http_needs_the_token_and_hits_the_size_and_session_bounds() {
+    let (dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token\"");
+    let (_daemon, url) = start_run(&config);
+    let s = client(&[
+        "http",
+        &url,
+        "s3cret-token",
+        &dir.path().display().to_string(),
+    ]);
+    assert_eq!(s["without_token"], 401);
+    assert_eq!(s["too_large"], 413);
+    assert!(s["asked_over_http"].as_str().unwrap().contains("fs_delete"));
+    assert!(s["tools"].as_u64().unwrap() >= 30);
+    // The SDK's own session was closed when it left; 16 fit.
+    assert_eq!(s["sessions_opened"], 16);
+}
+
+#[test]
+fn a_non_loopback_bind_without_a_token_refuses_to_start() {
+    let (_dir, config) = setup("bind = \"0.0.0.0:0\"");
+    let out = Command::new(covo())
+        .args(["--config", config.to_str().unwrap(), "run"])
+        .env_remove("COVO_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("[mcp] token"),
+        "{stderr}"
+    );
+}
+
+/// Reads stdout lines until the JSON-RPC answer with this id.
+fn answer(out: &mut impl BufRead, id: u64, deadline: Instant) -> Value {
+    let mut line = String::new();
+    while Instant::now() < deadline {
+        line.clear();
+        if out.read_line(&mut line).unwrap() == 0 {
+            panic!("covo mcp closed stdout before answering {id}");
+        }
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+    }
+    panic!("no answer to {id}");
+}
+
+#[test]
+fn stdio_drops_an_oversized_request_and_keeps_serving() {
+    let (_dir, config) = setup("");
+    let mut child = Command::new(covo())
+        .args(["--config", config.to_str().unwrap(), "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#).unwrap();
+    assert_eq!(
+        answer(&mut out, 1, deadline)["result"]["serverInfo"]["name"],
+        "covo"
+    );
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    // 2 MiB of arguments, over the 1 MiB bound.
+    let big = "x".repeat(2 << 20);
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"{big}"}}}}}}"#).unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"climate"}}}}}}"#).unwrap();
+    let v = answer(&mut out, 3, deadline);
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("\"sensor\":\"climate\""), "{v}");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{err}");
+    // The oversized request never ran: only the second call is in the audit log.
+    let audited = audit(_dir.path(), "SELECT tool || ' ' || via FROM audit");
+    assert_eq!(audited, ["sensor_read mcp"]);
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_tools() {
+    let bin = repo().join("tests/mcp/node_modules/.bin/mcp-inspector");
+    assert!(
+        bin.exists(),
+        "the MCP Inspector is missing: run `npm ci --prefix tests/mcp` (tests/run-all.sh does)"
+    );
+    let (_dir, config) = setup("");
+    let run = |extra: &[&str]| -> Value {
+        let out = Command::new(&bin)
+            // The Inspector has a --config of its own: covo's comes from the environment.
+            .args(["--cli", "-e", &format!("COVO_CONFIG={}", config.display())])
+            .args([covo(), "mcp"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "inspector {extra:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let list = run(&["--method", "tools/list"]);
+    let tools = list["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "sensor_read"));
+    let read = tools.iter().find(|t| t["name"] == "sensor_read").unwrap();
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    let call = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "sensor_read",
+        "--tool-arg",
+        "sensor=light",
+    ]);
+    let text = call["content"][0]["text"].as_str().unwrap();
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["sensor"], "light");
+    assert_ne!(call["isError"], true);
+}
