@@ -44,6 +44,7 @@ pub mod llm;
 pub mod logging;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp")]
 pub mod mcp_client;
 pub mod policy;
 pub mod runtime;
