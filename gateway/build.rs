@@ -82,8 +82,40 @@ fn link_order() {
     }
 }
 
+/// The edge build (opt-level "z", `panic = "abort"`) carries no unwind tables: nothing in it
+/// unwinds, and `.eh_frame` with its index were 1.6 MB of the aarch64 binary (a fifth of it).
+/// rustc keeps them even with `-C force-unwind-tables=no`, because the precompiled standard
+/// library asks for them, so the linker drops them: a `/DISCARD/` script inserted into its
+/// default layout, and no `.eh_frame_hdr`. The cost: a panic prints its message and location
+/// but no backtrace (`RUST_BACKTRACE` finds no frames). `COVO_LINK_KEEP_UNWIND=1` keeps them.
+fn edge_unwind_tables() {
+    println!("cargo:rerun-if-env-changed=COVO_LINK_KEEP_UNWIND");
+    // The edge profile is the one with opt-level "z" (a build script sees the profile's
+    // opt-level, but not its panic strategy: CARGO_CFG_PANIC is the target's default).
+    let edge = std::env::var("OPT_LEVEL").as_deref() == Ok("z");
+    if !edge || std::env::var("COVO_LINK_KEEP_UNWIND").as_deref() == Ok("1") {
+        return;
+    }
+    let Ok(out) = std::env::var("OUT_DIR") else {
+        return;
+    };
+    let script = PathBuf::from(out).join("discard-unwind.ld");
+    if std::fs::write(
+        &script,
+        "SECTIONS { /DISCARD/ : { *(.eh_frame) *(.eh_frame_hdr) } } INSERT AFTER .text;\n",
+    )
+    .is_err()
+    {
+        println!("cargo:warning=could not write {}", script.display());
+        return;
+    }
+    println!("cargo:rustc-link-arg-bin=covo=-Wl,--no-eh-frame-hdr");
+    println!("cargo:rustc-link-arg-bin=covo=-Wl,-T,{}", script.display());
+}
+
 fn main() {
     link_order();
+    edge_unwind_tables();
     let describe = git(&["describe", "--always", "--tags", "--dirty"]);
     println!(
         "cargo:rustc-env=COVO_GIT_DESCRIBE={}",
