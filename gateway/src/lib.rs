@@ -17,6 +17,7 @@
 //! - `store`: the SQLite store under `$COVO_HOME`.
 //! - `config`: `covo.toml` loading.
 //! - `error`: respond-to-model errors and fatal errors.
+//! - `multipart`: `multipart/form-data` bodies for uploads.
 //! - `secrets`: URLs and HTTP errors shown with their secrets masked.
 //! - `watch`: sensor watch rules (a pure state machine) and their evaluation on new readings.
 //! - `peer`: the MQTT link to the cloud peer (protocol, gateway-side client, `covo peer`).
@@ -46,6 +47,7 @@ pub mod logging;
 pub mod mcp;
 #[cfg(feature = "mcp")]
 pub mod mcp_client;
+pub mod multipart;
 pub mod policy;
 pub mod runtime;
 pub mod schema;

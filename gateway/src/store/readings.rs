@@ -135,29 +135,24 @@ impl Store {
              ORDER BY x.key",
         )?;
         let (lo, hi) = (sample_key(since, 0), sample_key(until, SERIES_MASK));
-        let rows = st.query_map(params![sensor, quantity, lo, hi], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, f64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
-        })?;
-        rows.map(|r| {
-            let (sensor, quantity, value, unit, at) = r?;
-            let at = chrono::DateTime::from_timestamp(at, 0)
-                .ok_or_else(|| StoreError::Data(format!("bad reading time {at}")))?;
-            Ok(Reading {
-                sensor,
-                quantity,
-                value,
-                unit,
-                at: fmt_time(at),
-            })
-        })
-        .collect()
+        let rows = st.query_map(params![sensor, quantity, lo, hi], reading_row)?;
+        rows.map(|r| r?).collect()
     }
+}
+
+/// A reading from a row of (sensor, quantity, value, unit, Unix seconds).
+fn reading_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Reading, StoreError>> {
+    let at: i64 = r.get(4)?;
+    let Some(t) = chrono::DateTime::from_timestamp(at, 0) else {
+        return Ok(Err(StoreError::Data(format!("bad reading time {at}"))));
+    };
+    Ok(Ok(Reading {
+        sensor: r.get(0)?,
+        quantity: r.get(1)?,
+        value: r.get(2)?,
+        unit: r.get(3)?,
+        at: fmt_time(t),
+    }))
 }
 
 /// One point of a reading history averaged over a time bucket (the dashboard's charts).
@@ -184,28 +179,8 @@ impl Store {
              JOIN series s ON s.id = (x.key & 4095)
              ORDER BY s.sensor, s.quantity",
         )?;
-        let rows = st.query_map(params![sample_key(since.max(0), 0)], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, f64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
-        })?;
-        rows.map(|r| {
-            let (sensor, quantity, value, unit, at) = r?;
-            let at = chrono::DateTime::from_timestamp(at, 0)
-                .ok_or_else(|| StoreError::Data(format!("bad reading time {at}")))?;
-            Ok(Reading {
-                sensor,
-                quantity,
-                value,
-                unit,
-                at: fmt_time(at),
-            })
-        })
-        .collect()
+        let rows = st.query_map(params![sample_key(since.max(0), 0)], reading_row)?;
+        rows.map(|r| r?).collect()
     }
 
     /// One quantity of a sensor between two times (Unix seconds), averaged over equal buckets

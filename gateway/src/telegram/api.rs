@@ -119,7 +119,7 @@ impl Api {
         fields: &[(&str, String)],
         file: (&str, &str, &str, &[u8]),
     ) -> Result<Value, ApiError> {
-        let (boundary, body) = multipart(fields, file);
+        let (boundary, body) = crate::multipart::form(fields, file);
         let req = self
             .http
             .post(self.url(method))
@@ -251,42 +251,6 @@ pub fn parse(method: &str, status: u16, bytes: &[u8]) -> Result<Value, ApiError>
     }
 }
 
-/// A `multipart/form-data` body (RFC 7578) of text fields and one file part: `(field name,
-/// file name, content type, bytes)`. Returns the boundary and the body. The boundary is random
-/// and checked against the file's bytes; the field names and file names are the bot's own.
-/// (Built here rather than with reqwest's `multipart` feature, which links `mime_guess`'s
-/// tables for one form; the peer's transcription client does the same.)
-pub fn multipart(fields: &[(&str, String)], file: (&str, &str, &str, &[u8])) -> (String, Vec<u8>) {
-    let boundary = loop {
-        let b = format!("covo-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
-        let needle = b.as_bytes();
-        if !file.3.windows(needle.len()).any(|w| w == needle)
-            && !fields.iter().any(|(_, v)| v.contains(&b))
-        {
-            break b;
-        }
-    };
-    let mut body = Vec::with_capacity(file.3.len() + 512);
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!(
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
-            )
-            .as_bytes(),
-        );
-    }
-    let (name, filename, mime, bytes) = file;
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: {mime}\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (boundary, body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,20 +302,5 @@ mod tests {
         let shown =
             api.redact("error sending request for url (http://127.0.0.1:9/bot123:SECRET/getMe)");
         assert!(!shown.contains("SECRET"), "{shown}");
-    }
-
-    #[test]
-    fn multipart_bodies_are_well_formed() {
-        let (b, body) = multipart(
-            &[("chat_id", "42".into())],
-            ("photo", "plot.png", "image/png", b"\x89PNG"),
-        );
-        let text = String::from_utf8_lossy(&body);
-        assert!(text.starts_with(&format!(
-            "--{b}\r\nContent-Disposition: form-data; name=\"chat_id\"\r\n\r\n42\r\n"
-        )));
-        assert!(text
-            .contains("name=\"photo\"; filename=\"plot.png\"\r\nContent-Type: image/png\r\n\r\n"));
-        assert!(text.ends_with(&format!("\r\n--{b}--\r\n")));
     }
 }

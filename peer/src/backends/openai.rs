@@ -4,8 +4,8 @@
 //! - `image_generate`: `POST {base}/images/generations` with `response_format: b64_json`.
 //! - `image_describe`: `POST {base}/chat/completions` with an `image_url` content part.
 //! - `tts_synthesize`: `espeak-ng --stdout` (WAV) or `POST {base}/audio/speech`.
-//! - `transcribe_audio`: `POST {base}/audio/transcriptions` as `multipart/form-data` (built
-//!   here: three text fields and one file part do not justify reqwest's `multipart` feature).
+//! - `transcribe_audio`: `POST {base}/audio/transcriptions` as `multipart/form-data`
+//!   (`covo::multipart::form`).
 //!
 //! Artifacts travel as base64 inside the result, capped at [`MAX_ARTIFACT_BYTES`]; a response
 //! over 512 KiB is sent in chunks (`peer::mqtt::publish_response`), and the gateway stores each
@@ -236,7 +236,8 @@ impl Media {
             fields.push(("language", lang.to_string()));
         }
         let ext = extension(&mime);
-        let (boundary, body) = multipart(&fields, ("file", &format!("audio.{ext}"), &mime, &bytes));
+        let (boundary, body) =
+            covo::multipart::form(&fields, ("file", &format!("audio.{ext}"), &mime, &bytes));
         let url = http::endpoint(TRANSCRIBE, self.base(), "audio/transcriptions")?;
         let req = Request {
             method: reqwest::Method::POST,
@@ -368,41 +369,6 @@ fn input_bytes(
         })
         .ok_or_else(|| ToolError::invalid(tool, path, format!("not a recognised {kind}* file")))?;
     Ok((mime, bytes))
-}
-
-/// A `multipart/form-data` body: text fields, then one file part. The boundary is chosen so it
-/// never occurs in the file.
-fn multipart(fields: &[(&str, String)], file: (&str, &str, &str, &[u8])) -> (String, Vec<u8>) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut n = 0u32;
-    let boundary = loop {
-        let b = format!("covo-{nanos:x}-{n}");
-        let needle = b.as_bytes();
-        if !file.3.windows(needle.len()).any(|w| w == needle) {
-            break b;
-        }
-        n += 1;
-    };
-    let mut body = Vec::with_capacity(file.3.len() + 512);
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                .as_bytes(),
-        );
-    }
-    let (name, filename, mime, bytes) = file;
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: {mime}\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    (boundary, body)
 }
 
 /// `espeak-ng` from the config or `PATH`, if it runs.
