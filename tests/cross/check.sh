@@ -63,6 +63,10 @@ for t in "${targets[@]}"; do
       readelf -lW "$bin" | grep -q INTERP && fail "$bin asks for a program interpreter (it is not static)"
       readelf -dW "$bin" | grep -q NEEDED && fail "$bin needs shared libraries"
       readelf -hW "$bin" | grep -q 'AArch64' || fail "$bin is not an AArch64 executable"
+      # Issue 15's footprint target for the gateway a 64-bit Pi runs: at most 8 MiB.
+      if [ "$t" = aarch64 ] && [ "$(stat -c %s "$bin")" -gt $((8 << 20)) ]; then
+        fail "$bin is $(stat -c %s "$bin") bytes, over the 8 MiB (8388608 bytes) the aarch64 gateway may weigh"
+      fi
       runner="qemu-aarch64-static -cpu cortex-a53"
       if [ "$t" = peer-aarch64 ]; then
         peer_env=(COVO_CROSS_PEER_BIN="$bin")
