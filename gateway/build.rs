@@ -83,7 +83,7 @@ fn link_order() {
 }
 
 /// The edge build (opt-level "z", `panic = "abort"`) carries no unwind tables: nothing in it
-/// unwinds, and `.eh_frame` with its index were 1.6 MB of the aarch64 binary (a fifth of it).
+/// unwinds, and `.eh_frame` with its index were 1.6 MB of the aarch64 binary (a sixth of it).
 /// rustc keeps them even with `-C force-unwind-tables=no`, because the precompiled standard
 /// library asks for them, so the linker drops them: a `/DISCARD/` script inserted into its
 /// default layout, and no `.eh_frame_hdr`. The cost: a panic prints its message and location
