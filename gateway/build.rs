@@ -34,7 +34,14 @@ fn link_order() {
     let order = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("link")
         .join(format!("{target}.order"));
-    println!("cargo:rerun-if-changed={}", order.display());
+    // Cargo reruns a build script every time a rerun-if-changed path is missing, which made
+    // every Pi build (no order file) relink from scratch at each `cargo build`; watch the
+    // folder instead, which also notices a new order file.
+    if order.exists() {
+        println!("cargo:rerun-if-changed={}", order.display());
+    } else if let Some(dir) = order.parent() {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     println!("cargo:rerun-if-env-changed=COVO_LINK_ORDER");
     println!("cargo:rerun-if-env-changed=COVO_LINK_MAP");
     println!("cargo:rerun-if-env-changed=COVO_LINK_KEEP_SYMBOLS");
@@ -130,10 +137,18 @@ fn main() {
             git(&["rev-parse", "--git-common-dir"]),
             git(&["symbolic-ref", "-q", "HEAD"]),
         ) {
-            println!(
-                "cargo:rerun-if-changed={}",
-                PathBuf::from(common).join(head).display()
-            );
+            // A packed ref has no file of its own, and a missing path would rerun this
+            // script every time: watch packed-refs then.
+            let common = PathBuf::from(common);
+            let loose = common.join(&head);
+            let watched = if loose.exists() {
+                loose
+            } else {
+                common.join("packed-refs")
+            };
+            if watched.exists() {
+                println!("cargo:rerun-if-changed={}", watched.display());
+            }
         }
     }
     // And when our sources change, which --dirty also sees (other crates' edits it misses).
