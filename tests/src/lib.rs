@@ -6,3 +6,4 @@ pub mod bot_api;
 pub mod broker;
 pub mod http_fake;
 pub mod llm_server;
+pub mod venv;

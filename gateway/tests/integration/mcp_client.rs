@@ -22,19 +22,9 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A program of the tests' venv (`$COVO_TEST_VENV`, default `target/venv-tests`).
+/// A program of the tests' venv (`covo_tests::venv`).
 fn venv_bin(name: &str) -> PathBuf {
-    let venv = std::env::var_os("COVO_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/venv-tests"));
-    let bin = venv.join("bin").join(name);
-    assert!(
-        bin.is_file(),
-        "{} is missing: run tests/run-all.sh, or python3 -m venv target/venv-tests && \
-         target/venv-tests/bin/pip install -r tests/mcp/requirements.txt",
-        bin.display()
-    );
-    bin
+    covo_tests::venv::bin(name, "tests/mcp/requirements.txt")
 }
 
 /// `mcp-server-time` (PyPI) from the tests' venv.

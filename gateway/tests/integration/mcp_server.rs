@@ -20,22 +20,7 @@ fn covo() -> &'static str {
 
 /// The venv's python with `mcp` installed, or a loud failure saying how to make it.
 fn python() -> PathBuf {
-    let venv = std::env::var_os("COVO_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/venv-tests"));
-    let py = venv.join("bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import mcp, httpx2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the MCP tests need the Python SDK `mcp` in {}: run tests/run-all.sh, or \
-         `python3 -m venv target/venv-tests && target/venv-tests/bin/pip install -r \
-         tests/mcp/requirements.txt` (or set COVO_TEST_VENV)",
-        venv.display()
-    );
-    py
+    covo_tests::venv::python(&["mcp", "httpx2"], "tests/mcp/requirements.txt")
 }
 
 /// A 1×1 PNG, what the test camera "captures".

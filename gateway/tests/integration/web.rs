@@ -628,19 +628,7 @@ fn covo_run_refuses_a_lan_dashboard_without_a_token() {
 
 /// The test venv's Python (selenium), or a loud failure that says how to make it.
 fn python() -> PathBuf {
-    let p = std::env::var_os("COVO_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target/venv-tests/bin/python"));
-    let ok = Command::new(&p)
-        .args(["-c", "import selenium"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} with selenium is missing: run tests/run-all.sh, or `python3 -m venv target/venv-tests && \
-         target/venv-tests/bin/pip install -r tests/web/requirements.txt`",
-        p.display()
-    );
+    let p = covo_tests::venv::python(&["selenium"], "tests/web/requirements.txt");
     for (cmd, pkg) in [
         ("chromium", "chromium"),
         ("chromedriver", "chromium-driver"),
