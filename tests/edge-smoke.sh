@@ -6,8 +6,8 @@ set -euo pipefail
 bin=$(realpath "${1:?usage: edge-smoke.sh path/to/covo}")
 fail() { echo "edge-smoke: $*" >&2; exit 1; }
 
-readelf -lW "$bin" | grep -q INTERP && fail "$bin asks for a program interpreter (it is not static)"
-readelf -dW "$bin" | grep -q NEEDED && fail "$bin needs shared libraries: $(readelf -dW "$bin" | grep NEEDED)"
+grep -q INTERP <<<"$(readelf -lW "$bin")" && fail "$bin asks for a program interpreter (it is not static)"
+grep -q NEEDED <<<"$(readelf -dW "$bin")" && fail "$bin needs shared libraries: $(readelf -dW "$bin" | grep NEEDED)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

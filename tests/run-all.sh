@@ -49,7 +49,7 @@ need npm || missing+=(npm)
 # builds its modules against linux-headers-amd64 and gpio-sim from linux-source-6.1 (gcc, make),
 # and gives covo's HTTP client a CA bundle (ca-certificates). These are packages, not commands.
 for pkg in qemu-system-x86 busybox-static linux-source-6.1 linux-headers-amd64 ca-certificates gcc make; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  grep -q 'ok installed' <<<"$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -61,7 +61,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   qemu_cand=$(apt-cache policy qemu-system-common 2>/dev/null | awk '/Candidate:/ {print $2}')
   qemu_utils=$(dpkg-query -W -f='${Version}' qemu-utils 2>/dev/null || true)
   if [ -n "$qemu_utils" ] && [ -n "$qemu_cand" ] && [ "$qemu_utils" != "$qemu_cand" ] \
-     && printf '%s\n' "${missing[@]}" | grep -q '^qemu-'; then
+     && grep -q '^qemu-' <<<"$(printf '%s\n' "${missing[@]}")"; then
     apt_extra=(--allow-downgrades "qemu-utils=$qemu_cand")
   fi
   $SUDO apt-get install -y -qq "${apt_extra[@]}" "${missing[@]}"

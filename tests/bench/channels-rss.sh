@@ -27,7 +27,7 @@ if [ -z "${OFF_BIN:-}" ]; then
   OFF_BIN=$target_dir/no-channels/$musl/edge/covo
 fi
 ON_BIN=$(realpath "$ON_BIN"); OFF_BIN=$(realpath "$OFF_BIN")
-"$OFF_BIN" --version | grep -q telegram && fail "$OFF_BIN has the telegram feature"
+grep -q telegram <<<"$("$OFF_BIN" --version)" && fail "$OFF_BIN has the telegram feature"
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 [ -x "$mosq" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
 settle=${SETTLE:-8}

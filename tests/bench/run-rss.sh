@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 musl=$(uname -m)-unknown-linux-musl
 if [ -z "${BIN:-}" ]; then
   command -v musl-gcc >/dev/null || { echo "run-rss: musl-gcc is missing (apt-get install -y musl-tools)" >&2; exit 1; }
-  rustup target list --installed | grep -qx "$musl" || rustup target add "$musl"
+  grep -qx "$musl" <<<"$(rustup target list --installed)" || rustup target add "$musl"
   cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >/dev/null 2>&1 \
     || { echo "run-rss: the edge build failed: cargo build --profile edge -p covo-gateway --target $musl" >&2; exit 1; }
 fi

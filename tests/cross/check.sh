@@ -60,9 +60,9 @@ for t in "${targets[@]}"; do
   peer_env=()
   case $t in
     aarch64|peer-aarch64)
-      readelf -lW "$bin" | grep -q INTERP && fail "$bin asks for a program interpreter (it is not static)"
-      readelf -dW "$bin" | grep -q NEEDED && fail "$bin needs shared libraries"
-      readelf -hW "$bin" | grep -q 'AArch64' || fail "$bin is not an AArch64 executable"
+      grep -q INTERP <<<"$(readelf -lW "$bin")" && fail "$bin asks for a program interpreter (it is not static)"
+      grep -q NEEDED <<<"$(readelf -dW "$bin")" && fail "$bin needs shared libraries"
+      grep -q 'AArch64' <<<"$(readelf -hW "$bin")" || fail "$bin is not an AArch64 executable"
       # Issue 15's footprint target for the gateway a 64-bit Pi runs: at most 8 MiB.
       if [ "$t" = aarch64 ] && [ "$(stat -c %s "$bin")" -gt $((8 << 20)) ]; then
         fail "$bin is $(stat -c %s "$bin") bytes, over the 8 MiB (8388608 bytes) the aarch64 gateway may weigh"
@@ -74,8 +74,8 @@ for t in "${targets[@]}"; do
         filter=(peer_)
       fi ;;
     armv7)
-      readelf -hW "$bin" | grep -q 'ARM$' || fail "$bin is not a 32-bit ARM executable"
-      readelf -lW "$bin" | grep -q 'ld-linux-armhf.so.3' || fail "$bin is not a hard-float glibc executable"
+      grep -q 'ARM$' <<<"$(readelf -hW "$bin")" || fail "$bin is not a 32-bit ARM executable"
+      grep -q 'ld-linux-armhf.so.3' <<<"$(readelf -lW "$bin")" || fail "$bin is not a hard-float glibc executable"
       newest=$(readelf -VW "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
       [ "$(printf '%s\n2.31\n' "$newest" | sort -V | tail -n 1)" = 2.31 ] \
         || fail "$bin needs glibc $newest; Raspberry Pi OS bullseye has 2.31"

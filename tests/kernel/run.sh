@@ -26,17 +26,17 @@ done
 die() { echo "kernel-suite: $*" >&2; exit 1; }
 [ -n "$bin" ] || die "no covo binary: pass its path or set COVO_BIN"
 [ -x "$bin" ] || die "$bin is not an executable"
-readelf -lW "$bin" | grep -q INTERP && die "$bin is not static (the guest has no libc): use the musl edge build"
+grep -q INTERP <<<"$(readelf -lW "$bin")" && die "$bin is not static (the guest has no libc): use the musl edge build"
 repo=$(cd "$here/../.." && pwd)
 fw=${COVO_FW_IMAGE:-${CARGO_TARGET_DIR:-$repo/firmware/qemu-lm3s6965/target}/thumbv7m-none-eabi/release/covo-fw-qemu}
 [ -f "$fw" ] || die "the MCU firmware image is missing at $fw: build it with (cd firmware/qemu-lm3s6965 && cargo build --release) (tests/run-all.sh does)"
 for cmd in qemu-system-x86_64 qemu-system-arm busybox python3 gcc make; do
   command -v "$cmd" >/dev/null || die "$cmd is missing (tests/run-all.sh installs the suite's packages)"
 done
-busybox --list | grep -qx httpd || die "busybox has no httpd applet: install busybox-static"
+grep -qx httpd <<<"$(busybox --list)" || die "busybox has no httpd applet: install busybox-static"
 bb=$(readlink -f "$(command -v busybox)")
-readelf -lW "$bb" | grep -q INTERP && die "$bb is not static: install busybox-static"
-readelf -hW "$bin" | grep -q 'X86-64' || die "$bin is not an x86-64 executable (the guest is amd64)"
+grep -q INTERP <<<"$(readelf -lW "$bb")" && die "$bb is not static: install busybox-static"
+grep -q 'X86-64' <<<"$(readelf -hW "$bin")" || die "$bin is not an x86-64 executable (the guest is amd64)"
 
 built=$(bash "$here/build.sh") || die "building the guest's parts failed"
 read -r abi out ours <<<"$(tail -1 <<<"$built")"

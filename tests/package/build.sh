@@ -36,7 +36,7 @@ check() { # deb unit binary_path
                 ./usr/share/covo/boards/rpi-zero2w.toml ./usr/share/doc/covo/config.md; do
       grep -qx "$want" <<<"$contents" || fail "$deb lacks $want"
     done
-    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/covo/covo.toml \
+    grep -qx /etc/covo/covo.toml <<<"$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" \
       || fail "$deb does not mark /etc/covo/covo.toml as a conffile"
     local postinst; postinst=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst)
     { grep -q 'adduser --quiet --system --group' <<<"$postinst" && grep -q '"covo gateway" covo$' <<<"$postinst"; } \
@@ -45,7 +45,7 @@ check() { # deb unit binary_path
     grep -q 'deb-systemd-helper' <<<"$postinst" || fail "$deb's postinst does not register the unit"
   else
     grep -qx ./etc/covo/covo-peer.toml <<<"$contents" || fail "$deb lacks ./etc/covo/covo-peer.toml"
-    dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/covo/covo-peer.toml \
+    grep -qx /etc/covo/covo-peer.toml <<<"$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" \
       || fail "$deb does not mark /etc/covo/covo-peer.toml as a conffile"
   fi
   # Errors fail; warnings are printed. Suppressed: no-manual-page (`covo --help` is the

@@ -7,3 +7,4 @@ mod crate_graph;
 mod llm_server;
 mod prompt_budget;
 mod search_recall;
+mod shell_scripts;
