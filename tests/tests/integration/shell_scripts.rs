@@ -26,7 +26,8 @@ fn shell_scripts(dir: &Path, out: &mut Vec<PathBuf>) {
                 shell_scripts(&p, out);
             }
         } else if name.ends_with(".sh")
-            || (name == "run" && p.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".ci")))
+            || (name == "run"
+                && p.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".ci")))
         {
             out.push(p);
         }
