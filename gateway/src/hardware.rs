@@ -166,31 +166,33 @@ pub fn tool_error(tool: &str, e: HwError) -> ToolError {
     }
 }
 
-/// One thing a hardware call touches on the board, as its tool's access function declares it.
-/// Fields the arguments did not yield (a bad pin name, say) are `None`: the executor refuses
-/// such a call as invalid with the same parsers, so nothing runs on an interpretation the
-/// policy did not see.
+/// One thing a hardware call touches on the board, computed from the call's typed arguments
+/// (`spec::ToolArgs::access`) after the names the board declares are resolved. The executor
+/// receives the same typed value, so what the policy judges is what reaches the bus
+/// (`gateway/tests/integration/typed_access.rs` compares these with the sim's transfer log).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Access {
-    /// Reads from an I2C device: `bytes` is the largest transfer the call makes.
-    I2cRead {
-        /// The 7-bit address.
-        address: Option<u8>,
-        /// Bytes moved in the largest single transfer.
-        bytes: usize,
-    },
-    /// Writes to an I2C device.
-    I2cWrite {
-        /// The bus number.
+    /// One I2C transaction at `address`: `written` bytes, then (after a repeated start) `read`
+    /// bytes. It is a read when it reads and writes at most a register pointer
+    /// ([`POINTER_BYTES`]); anything else writes (a pure write, even of one command byte, or
+    /// a zero-length transfer, which some devices take as a command).
+    I2c {
+        /// The bus number (`None` only when the board declares no I2C bus).
         bus: Option<u8>,
         /// The 7-bit address.
-        address: Option<u8>,
+        address: u8,
         /// Bytes written.
-        bytes: usize,
+        written: usize,
+        /// Bytes read.
+        read: usize,
     },
     /// Clocks bytes through an SPI device (SPI always writes).
     Spi {
-        /// Bytes moved.
+        /// The bus.
+        bus: u8,
+        /// The chip-select.
+        cs: u8,
+        /// Bytes clocked out (and in).
         bytes: usize,
     },
     /// Drives a GPIO line as an output.
@@ -209,8 +211,10 @@ pub enum Access {
     },
     /// Writes to a serial port.
     SerialWrite {
-        /// The port as the call named it (declared name or path).
+        /// The port's declared name (a call may name its path).
         port: String,
+        /// Bytes written.
+        bytes: usize,
     },
     /// Drives a microcontroller's GPIO pin.
     McuOutput {
@@ -253,12 +257,17 @@ pub enum Access {
         device: String,
         /// The 7-bit address.
         address: u8,
-        /// Whether any byte is written.
-        writes: bool,
-        /// Bytes moved in the largest transfer.
-        bytes: usize,
+        /// Bytes written.
+        written: usize,
+        /// Bytes read.
+        read: usize,
     },
 }
+
+/// The most bytes a combined write-then-read may write and still be a read: one register
+/// pointer byte, which selects what to read and changes nothing on the device. A longer write
+/// part (a register address and a value, a command with arguments) is a write.
+pub const POINTER_BYTES: usize = 1;
 
 impl Access {
     /// Whether this access writes to the board or drives anything on it: everything but an
@@ -267,8 +276,8 @@ impl Access {
     /// effect.
     pub fn writes(&self) -> bool {
         match self {
-            Access::I2cRead { .. } => false,
-            Access::McuI2c { writes, .. } => *writes,
+            Access::I2c { written, read, .. } => !(*read > 0 && *written <= POINTER_BYTES),
+            Access::McuI2c { written, .. } => *written > 0,
             // A sensor driver writes commands to take a reading.
             Access::SensorMeasure { .. } => true,
             _ => true,
@@ -281,38 +290,35 @@ impl Board {
     pub fn check(&self, access: &Access) -> Result<(), Refusal> {
         let p = &self.policy;
         match access {
-            Access::I2cRead { address, bytes } => address
-                .map_or(Ok(()), |a| p.check_address(a))
-                .and_then(|_| p.check_transfer(*bytes)),
-            Access::I2cWrite {
+            Access::I2c {
                 bus,
                 address,
-                bytes,
-            } => match (bus, address) {
-                (Some(b), Some(a)) => p
-                    .check_i2c_write(*b, *a)
-                    .and_then(|_| p.check_transfer(*bytes)),
-                // The executor refuses what the arguments do not name; a read-only board
-                // refuses it first.
-                _ => p.check_writable(),
-            },
-            Access::Spi { bytes } => p.check_writable().and_then(|_| p.check_transfer(*bytes)),
+                written,
+                read,
+            } => {
+                let judged = if !access.writes() {
+                    p.check_address(*address)
+                } else {
+                    match bus {
+                        Some(b) => p.check_i2c_write(*b, *address),
+                        // The executor refuses a board without a bus; a read-only board
+                        // refuses it first.
+                        None => p.check_writable().and_then(|_| p.check_address(*address)),
+                    }
+                };
+                judged.and_then(|_| p.check_transfer((*written).max(*read)))
+            }
+            Access::Spi { bytes, .. } => p.check_writable().and_then(|_| p.check_transfer(*bytes)),
             Access::GpioOutput { pin } => p.check_output(*pin),
             Access::Pwm {
                 channel,
                 frequency_hz,
                 duty,
             } => p.check_pwm(*channel, *frequency_hz, *duty),
-            Access::SerialWrite { port } => {
-                // Checked by declared name, whether the call named the port or its path.
-                let name = self
-                    .def
-                    .serial
-                    .iter()
-                    .find(|s| s.name == *port || s.path.as_deref() == Some(port.as_str()))
-                    .map_or(port.as_str(), |s| s.name.as_str());
-                p.check_serial_write(name)
-            }
+            // The port is its declared name: the call's path was resolved when it was parsed.
+            Access::SerialWrite { port, bytes } => p
+                .check_serial_write(port)
+                .and_then(|_| p.check_transfer(*bytes)),
             Access::SensorMeasure {
                 sensor,
                 driver,
@@ -347,11 +353,11 @@ impl Board {
             Access::McuI2c {
                 device,
                 address,
-                writes,
-                bytes,
+                written,
+                read,
             } => p
-                .check_mcu_i2c(device, *address, *writes)
-                .and_then(|_| p.check_transfer(*bytes)),
+                .check_mcu_i2c(device, *address, *written > 0)
+                .and_then(|_| p.check_transfer((*written).max(*read))),
         }
     }
 }

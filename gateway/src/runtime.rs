@@ -393,7 +393,7 @@ impl Runtime {
             .iter()
             .filter(|s| {
                 self.def(s)
-                    .is_some_and(|d| matches!(d.exec, Exec::Local(_)))
+                    .is_some_and(|d| matches!(d.exec, Exec::Local(_) | Exec::Typed(_)))
             })
             .filter(|s| expose.exposes(s))
             .filter(|s| self.availability(s).available)
@@ -555,7 +555,12 @@ impl Runtime {
         };
         self.validate(spec, &args)?;
         let hook_cx = HookCx { rt: self, session };
-        let access = def.access(self.board.def(), &args);
+        // Parsed once: the policy judges what this typed value touches, and the executor gets
+        // this same value.
+        let prepared = def.prepare(self.board.def(), &args)?;
+        let access = prepared
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.access.clone());
         let invocation = ToolInvocation {
             spec,
             args: &args,
@@ -566,11 +571,12 @@ impl Runtime {
             h.before_tool_call(&hook_cx, &invocation)?;
         }
         let cx = Cx::new(self, session, spec, via, depth);
-        let outcome = match def.exec {
-            Exec::Local(exec) => exec(&cx, args.clone()),
-            Exec::Peer => self.call_peer(spec, args.clone()),
-            Exec::Mcp => self.call_mcp(spec, args.clone()),
-            Exec::Missing => unreachable!("refused above"),
+        let outcome = match (def.exec, prepared) {
+            (Exec::Typed(_), Some(call)) => call.run(&cx),
+            (Exec::Local(exec), _) => exec(&cx, args.clone()),
+            (Exec::Peer, _) => self.call_peer(spec, args.clone()),
+            (Exec::Mcp, _) => self.call_mcp(spec, args.clone()),
+            (Exec::Typed(_), None) | (Exec::Missing, _) => unreachable!("refused above"),
         };
         for h in &self.hooks {
             h.after_tool_call(&hook_cx, &invocation, &outcome);

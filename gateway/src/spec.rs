@@ -1,27 +1,192 @@
 //! A tool as the gateway runs it: its spec from the catalog (`covo_core::catalog`) and its
 //! executor, side by side in each family's `TOOLS` table under `tools/`.
 //!
+//! A tool's arguments are read once: the pipeline validates the model's JSON against the
+//! spec's schema, then [`ToolArgs::parse`] turns it into the tool's typed value (resolving the
+//! names the board declares), the board policy judges [`ToolArgs::access`] of that value, and
+//! the executor receives that same value. No executor reads raw JSON, and nothing on the
+//! policy path parses leniently.
+//!
 //! The spec types themselves live in `covo_core::spec` and are re-exported here.
 
-use crate::error::CallError;
+use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::hardware::Access;
+use crate::hardware::{tool_error, Access};
 pub use covo_core::spec::{Availability, Effect, Profiles, Runs, ToolSpec};
 use covo_hal_tools::board::BoardDef;
+use covo_hal_tools::hw::HwError;
+use covo_hal_tools::values::{self, ValueError};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// An executor for a tool that runs on the gateway.
-pub type ExecFn = fn(&Cx<'_>, Value) -> Result<Value, CallError>;
+/// A call's arguments as the tool's own type, read once from its validated JSON.
+pub trait ToolArgs: Sized + Send + 'static {
+    /// Reads the arguments (already valid against the tool's schema). Names the board declares
+    /// (a device's pin, a PWM device's channel, the default bus, a port's name) are resolved
+    /// here, so the policy and the executor see the same numbers.
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError>;
 
-/// What a call of a hardware tool touches on the board, from its validated arguments: the
-/// policy judges these, not the tool's name (`policy::BoardPolicyCheck`).
-pub type AccessFn = fn(&BoardDef, &Value) -> Vec<Access>;
+    /// What this call touches on the board: the board policy judges these (nothing for tools
+    /// that touch no hardware).
+    fn access(&self) -> Vec<Access> {
+        Vec::new()
+    }
+}
+
+/// Tools without arguments.
+impl ToolArgs for () {
+    fn parse(_: &Parse<'_>) -> Result<Self, ToolError> {
+        Ok(())
+    }
+}
+
+/// What [`ToolArgs::parse`] reads: the tool, the board's definition and the validated JSON.
+pub struct Parse<'a> {
+    /// The tool's name, for errors.
+    pub tool: &'static str,
+    /// The board's definition (the hardware is not opened to parse).
+    pub board: &'a BoardDef,
+    /// The arguments, valid against the tool's schema.
+    pub args: &'a Value,
+}
+
+impl Parse<'_> {
+    /// Argument `key` read with `f`, if present.
+    pub fn opt<T>(
+        &self,
+        key: &str,
+        f: impl Fn(&str, &Value) -> Result<T, ValueError>,
+    ) -> Result<Option<T>, ToolError> {
+        self.args
+            .get(key)
+            .filter(|v| !v.is_null())
+            .map(|v| f(key, v))
+            .transpose()
+            .map_err(|e| ToolError::invalid(self.tool, &e.field, e.problem))
+    }
+
+    /// Required argument `key` read with `f`.
+    pub fn req<T>(
+        &self,
+        key: &str,
+        f: impl Fn(&str, &Value) -> Result<T, ValueError>,
+    ) -> Result<T, ToolError> {
+        self.opt(key, f)?.ok_or_else(|| self.missing(key))
+    }
+
+    /// An optional integer of at most `max`.
+    pub fn int(&self, key: &str, max: u64) -> Result<Option<u64>, ToolError> {
+        self.opt(key, |k, v| values::bounded(k, v, max))
+    }
+
+    /// An optional number.
+    pub fn number(&self, key: &str) -> Result<Option<f64>, ToolError> {
+        self.opt(key, |k, v| {
+            v.as_f64().ok_or_else(|| ValueError {
+                field: format!("/{k}"),
+                problem: "must be a number".into(),
+            })
+        })
+    }
+
+    /// An optional string.
+    pub fn str(&self, key: &str) -> Result<Option<String>, ToolError> {
+        self.opt(key, |k, v| {
+            v.as_str().map(str::to_string).ok_or_else(|| ValueError {
+                field: format!("/{k}"),
+                problem: "must be a string".into(),
+            })
+        })
+    }
+
+    /// The error for a missing required argument.
+    pub fn missing(&self, key: &str) -> ToolError {
+        ToolError::invalid(self.tool, &format!("/{key}"), "is required")
+    }
+
+    /// An invalid-argument error at `/key`.
+    pub fn invalid(&self, key: &str, problem: impl Into<String>) -> ToolError {
+        ToolError::invalid(self.tool, &format!("/{key}"), problem)
+    }
+
+    /// A name the board does not resolve, as the error the model sees.
+    pub fn hw(&self, e: HwError) -> ToolError {
+        tool_error(self.tool, e)
+    }
+
+    /// The whole arguments object as a serde type (for tools whose arguments are plain data);
+    /// the error points at the offending field.
+    pub fn serde<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
+        serde_path_to_error::deserialize(self.args).map_err(|e| {
+            let path = e.path().to_string();
+            let pointer = if path == "." {
+                String::new()
+            } else {
+                format!("/{}", path.replace('.', "/"))
+            };
+            ToolError::invalid(self.tool, &pointer, e.into_inner().to_string())
+        })
+    }
+}
+
+/// An executor over typed arguments: `run` receives the value the policy judged.
+pub struct Typed<A> {
+    /// The executor.
+    pub run: fn(&Cx<'_>, A) -> Result<Value, CallError>,
+}
+
+/// A call whose arguments are parsed: what it touches, and the executor holding the parsed
+/// value, ready to run once the policy has judged `access`.
+pub struct Prepared {
+    /// What the call touches on the board (`ToolArgs::access` of the parsed value).
+    pub access: Vec<Access>,
+    run: Box<dyn FnOnce(&Cx<'_>) -> Result<Value, CallError> + Send>,
+}
+
+impl Prepared {
+    /// Runs the executor on the parsed value.
+    pub fn run(self, cx: &Cx<'_>) -> Result<Value, CallError> {
+        (self.run)(cx)
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses a call's arguments into the executor's type: what `Exec::Typed` holds, with the
+/// argument type erased so one table holds every tool.
+pub trait Prepare: Sync {
+    /// Parses and binds the arguments; the result's `access` is what the policy judges.
+    fn prepare(&self, p: &Parse<'_>) -> Result<Prepared, ToolError>;
+}
+
+impl<A: ToolArgs> Prepare for Typed<A> {
+    fn prepare(&self, p: &Parse<'_>) -> Result<Prepared, ToolError> {
+        let args = A::parse(p)?;
+        let access = args.access();
+        let run = self.run;
+        Ok(Prepared {
+            access,
+            run: Box::new(move |cx| run(cx, args)),
+        })
+    }
+}
+
+/// An executor for a tool that runs on the gateway, over the raw JSON (tools not yet typed).
+pub type ExecFn = fn(&Cx<'_>, Value) -> Result<Value, CallError>;
 
 /// How a tool is executed.
 #[derive(Clone, Copy)]
 pub enum Exec {
     /// Runs here through this function.
     Local(ExecFn),
+    /// Runs here on typed arguments: parsed once, judged, then run (`Prepare`).
+    Typed(&'static dyn Prepare),
     /// Forwarded over MQTT to a cloud peer (`link::PeerLink`); available only while a live
     /// peer advertises the tool.
     Peer,
@@ -36,6 +201,7 @@ impl std::fmt::Debug for Exec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Exec::Local(_) => f.write_str("Local"),
+            Exec::Typed(_) => f.write_str("Typed"),
             Exec::Peer => f.write_str("Peer"),
             Exec::Missing => f.write_str("Missing"),
             Exec::Mcp => f.write_str("Mcp"),
@@ -50,8 +216,6 @@ pub struct ToolDef {
     pub spec: &'static ToolSpec,
     /// How it runs.
     pub exec: Exec,
-    /// For hardware tools: what a call touches on the board.
-    pub access: Option<AccessFn>,
     /// For local tools that need something of the system (a program, a device): whether it is
     /// there, with the reason when it is not.
     pub requires: Option<fn(&crate::config::Config) -> Availability>,
@@ -63,7 +227,15 @@ impl ToolDef {
         ToolDef {
             spec,
             exec: Exec::Local(exec),
-            access: None,
+            requires: None,
+        }
+    }
+
+    /// A tool that runs here on typed arguments (`Typed { run }`).
+    pub const fn typed(spec: &'static ToolSpec, exec: &'static dyn Prepare) -> ToolDef {
+        ToolDef {
+            spec,
+            exec: Exec::Typed(exec),
             requires: None,
         }
     }
@@ -73,7 +245,6 @@ impl ToolDef {
         ToolDef {
             spec,
             exec: Exec::Peer,
-            access: None,
             requires: None,
         }
     }
@@ -83,7 +254,6 @@ impl ToolDef {
         ToolDef {
             spec,
             exec: Exec::Mcp,
-            access: None,
             requires: None,
         }
     }
@@ -93,16 +263,7 @@ impl ToolDef {
         ToolDef {
             spec,
             exec: Exec::Missing,
-            access: None,
             requires: None,
-        }
-    }
-
-    /// The same tool, declaring what its calls touch on the board.
-    pub const fn with_access(self, access: AccessFn) -> ToolDef {
-        ToolDef {
-            access: Some(access),
-            ..self
         }
     }
 
@@ -115,16 +276,29 @@ impl ToolDef {
         }
     }
 
-    /// What this call touches on the board (nothing for tools that are not hardware tools).
-    pub fn access(&self, board: &BoardDef, args: &Value) -> Vec<Access> {
-        self.access.map_or_else(Vec::new, |f| f(board, args))
+    /// Parses a call's arguments for this tool: the typed value bound to its executor and
+    /// what it touches (`None` for tools that run elsewhere or on raw JSON, which touch no
+    /// board).
+    pub fn prepare(&self, board: &BoardDef, args: &Value) -> Result<Option<Prepared>, ToolError> {
+        match self.exec {
+            Exec::Typed(t) => t
+                .prepare(&Parse {
+                    tool: self.spec.name,
+                    board,
+                    args,
+                })
+                .map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// The built-in availability of a tool: whether it has an executor. Peer tools need a
     /// runtime with a live peer (`Runtime::availability`); on their own they are unavailable.
     pub fn availability(&self, config: &crate::config::Config) -> Availability {
         match self.exec {
-            Exec::Local(_) => self.requires.map_or_else(Availability::yes, |f| f(config)),
+            Exec::Local(_) | Exec::Typed(_) => {
+                self.requires.map_or_else(Availability::yes, |f| f(config))
+            }
             Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
             Exec::Mcp => Availability::no("no MCP client in this runtime"),

@@ -105,13 +105,22 @@ impl Hardware {
                     .map(|c| (p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>)))
             })
             .collect();
+        let spi = def
+            .spi
+            .iter()
+            .filter(|d| d.path.as_deref() == Some(crate::sim::LOOPBACK_PATH))
+            .map(|d| {
+                let dev: Box<dyn SpiDev> = Box::new(sim.spi(d.bus, d.cs));
+                ((d.bus, d.cs), Mutex::new(dev))
+            })
+            .collect();
         Hardware {
             def,
             i2c,
             lines: Mutex::new(BTreeMap::new()),
             unavailable: BTreeMap::new(),
             pwm,
-            spi: BTreeMap::new(),
+            spi,
             sim: Some(sim),
             no_delays: Default::default(),
             mcus: Default::default(),
@@ -260,10 +269,9 @@ impl Hardware {
         self.i2c.keys().copied().collect()
     }
 
-    /// The bus number to use: the given one, or the board's first.
+    /// The bus a call names, else the board's first (`BoardDef::resolve_i2c_bus`).
     pub fn bus_or_default(&self, bus: Option<u8>) -> Result<u8, HwError> {
-        bus.or_else(|| self.def.default_i2c_bus())
-            .ok_or_else(|| HwError::NotFound("this board declares no I2C bus".into()))
+        self.def.resolve_i2c_bus(bus)
     }
 
     fn lock_bus(&self, bus: u8) -> Result<MutexGuard<'_, DynI2c>, HwError> {
@@ -332,19 +340,9 @@ impl Hardware {
         Ok(buf)
     }
 
-    /// The declared device with this name.
+    /// The declared device called `name` (`BoardDef::find_device`).
     pub fn device(&self, name: &str) -> Result<&DeviceDef, HwError> {
-        self.def.device(name).ok_or_else(|| {
-            HwError::NotFound(format!(
-                "no device '{name}' is declared (declared: {})",
-                self.def
-                    .device
-                    .iter()
-                    .map(|d| d.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
+        self.def.find_device(name)
     }
 
     /// Reads a declared I2C sensor through its crates.io driver, holding the bus throughout.
@@ -402,47 +400,19 @@ impl Hardware {
         Ok((bus, address))
     }
 
-    /// The first declared display, the default for display tools.
+    /// The first declared display.
     pub fn default_display(&self) -> Option<&str> {
-        self.def
-            .device
-            .iter()
-            .find(|d| d.driver == "ssd1306")
-            .map(|d| d.name.as_str())
+        self.def.default_display().ok().map(|d| d.name.as_str())
     }
 
-    /// A pin argument as a BCM number: numbers must be on the board, names must be declared.
+    /// A pin argument as a BCM number (`BoardDef::resolve_pin`).
     pub fn resolve_pin(&self, p: &PinRef) -> Result<u32, HwError> {
-        match p {
-            PinRef::Number(n) => {
-                if self.def.pins.available.is_empty() || self.def.pins.available.contains(n) {
-                    Ok(*n)
-                } else {
-                    Err(HwError::NotFound(format!(
-                        "GPIO{n} is not available on this board"
-                    )))
-                }
-            }
-            PinRef::Name(name) => {
-                let d = self.device(name)?;
-                d.pin.ok_or_else(|| {
-                    HwError::NotFound(format!("'{name}' ({}) is not a GPIO device", d.driver))
-                })
-            }
-        }
+        self.def.resolve_pin(p)
     }
 
-    /// A PWM channel argument: a number, or a declared `pwm` device's name.
+    /// A PWM channel argument (`BoardDef::resolve_channel`).
     pub fn resolve_channel(&self, p: &PinRef) -> Result<u32, HwError> {
-        match p {
-            PinRef::Number(n) => Ok(*n),
-            PinRef::Name(name) => {
-                let d = self.device(name)?;
-                d.channel.ok_or_else(|| {
-                    HwError::NotFound(format!("'{name}' ({}) is not a PWM device", d.driver))
-                })
-            }
-        }
+        self.def.resolve_channel(p)
     }
 
     /// The line covo holds for `pin`, requested on first use.
@@ -617,32 +587,13 @@ impl Hardware {
     }
 
     fn spi_key(&self, bus: Option<u8>, cs: Option<u8>) -> Result<(u8, u8), HwError> {
-        let d = self
-            .def
-            .spi
-            .iter()
-            .find(|d| bus.is_none_or(|b| b == d.bus) && cs.is_none_or(|c| c == d.cs))
-            .ok_or_else(|| HwError::NotFound("no such SPI bus/chip-select on this board".into()))?;
+        let d = self.def.resolve_spi(bus, cs)?;
         Ok((d.bus, d.cs))
     }
 
-    /// The declared serial port with this name or path.
+    /// The declared serial port with this name or path (`BoardDef::resolve_serial`).
     pub fn serial_def(&self, port: &str) -> Result<&SerialDef, HwError> {
-        self.def
-            .serial
-            .iter()
-            .find(|s| s.name == port || s.path.as_deref() == Some(port))
-            .ok_or_else(|| {
-                HwError::NotFound(format!(
-                    "serial port '{port}' is not declared on this board (declared: {})",
-                    self.def
-                        .serial
-                        .iter()
-                        .map(|s| s.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
+        self.def.resolve_serial(port)
     }
 
     /// Opens a declared serial port, found by USB ids when it declares them (device paths get
@@ -698,38 +649,14 @@ impl Hardware {
         Err(HwError::Open("this build has no serial backend".into()))
     }
 
-    /// The declared microcontrollers (`driver = "mcu"`).
+    /// The declared microcontrollers (`BoardDef::mcu_devices`).
     pub fn mcu_devices(&self) -> Vec<&DeviceDef> {
-        self.def
-            .device
-            .iter()
-            .filter(|d| d.driver == "mcu")
-            .collect()
+        self.def.mcu_devices().collect()
     }
 
-    /// The MCU device a call means: the named one, or the only one.
+    /// The MCU device a call means: the named one, or the only one (`BoardDef::resolve_mcu`).
     pub fn mcu_name(&self, name: Option<&str>) -> Result<String, HwError> {
-        let all = self.mcu_devices();
-        match name {
-            Some(n) => all
-                .iter()
-                .find(|d| d.name == n)
-                .map(|d| d.name.clone())
-                .ok_or_else(|| HwError::NotFound(format!("no microcontroller '{n}' is declared"))),
-            None => match all.as_slice() {
-                [one] => Ok(one.name.clone()),
-                [] => Err(HwError::NotFound(
-                    "this board declares no microcontroller".into(),
-                )),
-                many => Err(HwError::NotFound(format!(
-                    "several microcontrollers are declared; name one of: {}",
-                    many.iter()
-                        .map(|d| d.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
-            },
-        }
+        self.def.resolve_mcu(name).map(|d| d.name.clone())
     }
 
     /// Runs `f` on the link to MCU `name`, connecting (with a handshake) on first use.

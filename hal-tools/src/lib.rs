@@ -33,6 +33,7 @@ pub mod display;
 pub mod hw;
 pub mod mcu;
 pub mod policy;
+pub mod resolve;
 pub mod sensors;
 pub mod sim;
 pub mod values;

@@ -4,7 +4,7 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::{Cx, Services};
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::sensors as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::{sensors, values};
@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::SENSOR_LIST, sensor_list),
-    ToolDef::local(&c::SENSOR_READ, sensor_read).with_access(read_access),
+    ToolDef::typed(&c::SENSOR_LIST, &Typed { run: sensor_list }),
+    ToolDef::typed(&c::SENSOR_READ, &Typed { run: sensor_read }),
     ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
     ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
 ];
 
-fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+fn sensor_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
     let board = cx.board().clone();
     let def = board.def();
     let sensors: Vec<Value> = def
@@ -63,13 +63,25 @@ pub fn sensor_access(def: &BoardDef, name: &str) -> Vec<Access> {
     }]
 }
 
-fn read_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    sensor_access(
-        def,
-        args.get("sensor")
-            .and_then(Value::as_str)
-            .unwrap_or_default(),
-    )
+/// `sensor_read`: a declared device, and what reading it touches.
+pub struct Read {
+    sensor: String,
+    access: Vec<Access>,
+}
+
+impl ToolArgs for Read {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        let named = p.str("sensor")?.ok_or_else(|| p.missing("sensor"))?;
+        let d = p.board.find_device(&named).map_err(|e| p.hw(e))?;
+        Ok(Read {
+            access: sensor_access(p.board, &d.name),
+            sensor: d.name.clone(),
+        })
+    }
+
+    fn access(&self) -> Vec<Access> {
+        self.access.clone()
+    }
 }
 
 /// Reads a declared sensor and logs the reading. Used by `sensor_read` (whose pipeline has
@@ -131,12 +143,7 @@ pub enum ReadFailure {
     Refused(String),
 }
 
-fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args
-        .get("sensor")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+fn sensor_read(cx: &Cx<'_>, Read { sensor: name, .. }: Read) -> Result<Value, CallError> {
     read_and_log(cx.pipeline(), &name).map_err(|f| match f {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
         ReadFailure::Hw(e) => hwargs::fail(cx, e),

@@ -37,6 +37,7 @@ mod store_concurrency;
 mod system;
 #[cfg(feature = "telegram")]
 mod telegram;
+mod typed_access;
 mod voice_camera;
 #[cfg(feature = "web")]
 mod web;
