@@ -26,7 +26,7 @@ fn display_access(def: &BoardDef, args: &Value) -> Vec<Access> {
         .or_else(|| {
             def.device
                 .iter()
-                .find(|d| d.driver == "ssd1306")
+                .find(|d| d.driver == covo_hal_tools::driver::Driver::Ssd1306)
                 .map(|d| d.name.clone())
         });
     match name.and_then(|n| def.device(&n)) {

@@ -87,7 +87,10 @@ pub fn mcu_device_of(def: &BoardDef, args: &Value) -> Option<String> {
     if let Some(d) = args.get("device").and_then(Value::as_str) {
         return Some(d.to_string());
     }
-    let mut mcus = def.device.iter().filter(|d| d.driver == "mcu");
+    let mut mcus = def
+        .device
+        .iter()
+        .filter(|d| d.driver == covo_hal_tools::driver::Driver::Mcu);
     match (mcus.next(), mcus.next()) {
         (Some(one), None) => Some(one.name.clone()),
         _ => None,
