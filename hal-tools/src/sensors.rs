@@ -549,7 +549,7 @@ pub(crate) mod tests {
 
     #[test]
     fn every_driver_has_a_footprint_that_writes() {
-        for d in Driver::ALL.into_iter().filter(|d| d.is_sensor()) {
+        for d in Driver::ALL.iter().copied().filter(|d| d.is_sensor()) {
             let fp = d
                 .footprint()
                 .unwrap_or_else(|| panic!("{d} has no footprint"));
@@ -1088,7 +1088,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_driver_that_is_not_a_sensor_is_refused_without_touching_the_bus() {
-        for d in Driver::ALL.into_iter().filter(|d| !d.is_sensor()) {
+        for d in Driver::ALL.iter().copied().filter(|d| !d.is_sensor()) {
             let mut mock = Mock::new(&[]);
             let e = read(d, MockBus(mock.clone()), 0x40).unwrap_err();
             mock.done();

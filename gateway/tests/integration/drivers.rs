@@ -71,7 +71,7 @@ fn violation(line: &str) -> Option<String> {
     if squeezed.contains("quantities(") && squeezed.contains(".is_empty()") {
         return Some("spells \"is a sensor\" as empty quantities: use `is_sensor()`".into());
     }
-    for d in Driver::ALL {
+    for &d in Driver::ALL {
         let name = d.as_str();
         let literal = format!("\"{name}\"");
         if !code.contains(&literal) {
