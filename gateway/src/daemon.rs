@@ -31,6 +31,7 @@ use crate::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult};
 use crate::link::{Message, PeerLink};
 use crate::llm::{ChatModel, ToolCall};
 use crate::runtime::Runtime;
+use covo_hal_tools::driver::Driver;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -578,7 +579,7 @@ fn publish_switch_states(rt: &Runtime, l: &PeerLink, switches: &Switches, force:
         .def()
         .device
         .iter()
-        .filter(|d| d.driver == "gpio_out")
+        .filter(|d| d.driver == Driver::GpioOut)
         .filter_map(|d| Some((d.name.as_str(), d.pin?)))
         .collect();
     if outputs.is_empty() {

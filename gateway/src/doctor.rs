@@ -10,6 +10,7 @@ use crate::config::Config;
 use crate::llm::{ChatModel, ChatRequest, Message};
 use covo_hal_tools::board::{BoardDef, DeviceDef};
 use covo_hal_tools::bus::{BusError, I2cBus};
+use covo_hal_tools::driver::{Key, Probe};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -281,10 +282,11 @@ impl Doctor<'_> {
         let mut buses: BTreeMap<u8, Opened> = BTreeMap::new();
         let mut out = Vec::new();
         for d in &b.device {
-            let i2c_driver = covo_hal_tools::sensors::DRIVERS.contains(&d.driver.as_str())
-                || d.driver == "ssd1306";
+            // The driver's entry says how it is probed and that it needs an address.
             let Some(address) = d.address else {
-                if i2c_driver {
+                if matches!(d.driver.probe(), Probe::I2cRead { .. })
+                    && d.driver.requires(Key::Address)
+                {
                     out.push(Check::fail(
                         "i2c probe",
                         format!("{} ({}) declares no address", d.name, d.driver),
@@ -673,7 +675,10 @@ pub fn probe_check(d: &DeviceDef, address: u8, path: &str, result: Result<(), Bu
             format!("{who}: no answer at {at}"),
             format!(
                 "check the wiring (SDA, SCL, GND), the power (3.3 V) and the address{}; {scan}",
-                address_hint(&d.driver)
+                match d.driver.probe() {
+                    Probe::I2cRead { hint } => hint,
+                    Probe::None => "",
+                }
             ),
         ),
         Err(e @ (BusError::Timeout | BusError::Stuck(_) | BusError::ArbitrationLoss)) => {
@@ -693,21 +698,6 @@ pub fn probe_check(d: &DeviceDef, address: u8, path: &str, result: Result<(), Bu
             format!("{who} at {at}: {e}"),
             format!("check `dmesg` for the I2C driver's errors; {scan}"),
         ),
-    }
-}
-
-/// Where a driver's chip can answer, for the fix of a probe nobody answered.
-fn address_hint(driver: &str) -> &'static str {
-    match driver {
-        "bme280" | "bmp280" => " (its SDO pin selects 0x76 or 0x77)",
-        "bh1750" => " (its ADDR pin selects 0x23 when low or 0x5c when high)",
-        "ssd1306" => " (0x3c or 0x3d, set by a jumper or its SA0 pin)",
-        "sht3x" => " (its ADDR pin selects 0x44 or 0x45)",
-        "sht4x" => " (0x44 for most SHT40/41/45 parts; -B and -C variants answer at 0x45 and 0x46)",
-        "aht20" => " (always 0x38)",
-        "scd4x" => " (always 0x62)",
-        "ads1115" => " (its ADDR pin to GND, VDD, SDA or SCL selects 0x48, 0x49, 0x4a or 0x4b)",
-        _ => "",
     }
 }
 
@@ -748,6 +738,7 @@ fn free_bytes(path: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use covo_hal_tools::driver::Driver;
 
     #[test]
     fn dtparams_read_lists_comments_and_defaults() {
@@ -762,10 +753,10 @@ mod tests {
         );
     }
 
-    fn dev(name: &str, driver: &str) -> DeviceDef {
+    fn dev(name: &str, driver: Driver) -> DeviceDef {
         DeviceDef {
             name: name.into(),
-            driver: driver.into(),
+            driver,
             bus: Some(1),
             address: Some(0x76),
             pin: None,
@@ -778,7 +769,7 @@ mod tests {
 
     #[test]
     fn probe_results_map_to_lines_with_their_fixes() {
-        let d = dev("climate", "bme280");
+        let d = dev("climate", Driver::Bme280);
         let ok = probe_check(&d, 0x76, "/dev/i2c-1", Ok(()));
         assert_eq!(
             ok.to_string(),
@@ -818,7 +809,7 @@ mod tests {
         assert!(c.fix.unwrap().contains("dmesg"));
         // Each chip's own address pins.
         let c = probe_check(
-            &dev("adc", "ads1115"),
+            &dev("adc", Driver::Ads1115),
             0x48,
             "/dev/i2c-3",
             Err(BusError::Nack(0x48)),

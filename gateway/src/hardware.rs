@@ -8,6 +8,7 @@
 
 use crate::error::ToolError;
 use covo_hal_tools::board::{BoardDef, BoardError};
+use covo_hal_tools::driver::Driver;
 use covo_hal_tools::hw::{Hardware, HwError};
 use covo_hal_tools::policy::{BoardPolicy, Refusal};
 use std::path::Path;
@@ -84,15 +85,15 @@ impl Board {
     /// open error as the reason.
     pub fn missing(&self, toolset: &str, tool: &str) -> Option<String> {
         let d = &self.def;
-        let has_driver = |f: &dyn Fn(&str) -> bool| d.device.iter().any(|x| f(&x.driver));
+        let has_driver = |f: &dyn Fn(Driver) -> bool| d.device.iter().any(|x| f(x.driver));
         let declared = match toolset {
             "i2c" if d.i2c.is_empty() => Some("this board declares no I2C bus".into()),
             "spi" if d.spi.is_empty() => Some("this board declares no SPI bus".into()),
             "serial" if d.serial.is_empty() => Some("this board declares no serial port".into()),
-            "display" if !has_driver(&|x| x == "ssd1306") => {
+            "display" if !has_driver(&|x| x == Driver::Ssd1306) => {
                 Some("this board declares no display".into())
             }
-            "sensors" if !has_driver(&|x| !covo_hal_tools::sensors::quantities(x).is_empty()) => {
+            "sensors" if !has_driver(&Driver::is_sensor) => {
                 Some("this board declares no sensor".into())
             }
             _ => None,
@@ -113,11 +114,11 @@ impl Board {
         };
         if kind == "i2c" && matches!(toolset, "sensors" | "display") {
             // These need a device on a bus that opened.
-            let wanted = |x: &str| match toolset {
-                "display" => x == "ssd1306",
-                _ => !covo_hal_tools::sensors::quantities(x).is_empty(),
+            let wanted = |x: Driver| match toolset {
+                "display" => x == Driver::Ssd1306,
+                _ => x.is_sensor(),
             };
-            let reachable = d.device.iter().filter(|x| wanted(&x.driver)).any(|x| {
+            let reachable = d.device.iter().filter(|x| wanted(x.driver)).any(|x| {
                 x.bus
                     .or_else(|| d.default_i2c_bus())
                     .is_some_and(|b| hw.has_i2c_bus(b))
@@ -235,13 +236,13 @@ pub enum Access {
         duty: f64,
     },
     /// One reading of a declared I2C sensor: its driver writes commands to the chip to
-    /// measure (`covo_hal_tools::sensors::footprint`), so it is a write as far as `read_only`
+    /// measure (`Driver::footprint`), so it is a write as far as `read_only`
     /// is concerned, though the bytes are the driver's, never the caller's.
     SensorMeasure {
         /// The declared sensor.
         sensor: String,
         /// Its driver.
-        driver: String,
+        driver: Driver,
         /// The bus number.
         bus: Option<u8>,
         /// The 7-bit address.

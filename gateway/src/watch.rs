@@ -16,6 +16,7 @@ use crate::policy::Via;
 pub use crate::store::{Op, Rule};
 use crate::store::{StoreError, Watch};
 use chrono::{DateTime, Utc};
+use covo_hal_tools::driver::Driver;
 use covo_mcu_protocol::{Event, EventMask};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -214,7 +215,7 @@ impl McuWatcher {
             .def()
             .device
             .iter()
-            .filter(|d| d.driver == "mcu")
+            .filter(|d| d.driver == Driver::Mcu)
             .map(|d| d.name.clone())
             .collect();
         if mcus.is_empty() {

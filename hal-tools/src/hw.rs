@@ -5,6 +5,7 @@
 use crate::backend::{SerialIo, SpiDev};
 use crate::board::{BoardDef, DeviceDef, SerialDef};
 use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
+use crate::driver::Driver;
 use crate::sensors::{self, Quantity};
 use crate::sim::SimBoard;
 use crate::values::PinRef;
@@ -348,7 +349,7 @@ impl Hardware {
     /// Reads a declared I2C sensor through its crates.io driver, holding the bus throughout.
     pub fn sensor_read(&self, name: &str) -> Result<Vec<Quantity>, HwError> {
         let d = self.device(name)?;
-        if sensors::quantities(&d.driver).is_empty() {
+        if !d.driver.is_sensor() {
             return Err(HwError::NotFound(format!(
                 "'{name}' ({}) is not a sensor",
                 d.driver
@@ -360,9 +361,9 @@ impl Hardware {
             .ok_or_else(|| HwError::NotFound(format!("sensor '{name}' declares no address")))?;
         let mut g = self.lock_bus(bus)?;
         let r = if self.no_delays.load(std::sync::atomic::Ordering::Relaxed) {
-            sensors::read_with(&d.driver, &mut *g, address, sensors::NoDelay)
+            sensors::read_with(d.driver, &mut *g, address, sensors::NoDelay)
         } else {
-            sensors::read(&d.driver, &mut *g, address)
+            sensors::read(d.driver, &mut *g, address)
         };
         r.map_err(|e| match e {
             sensors::SensorError::Bus(b) => HwError::Bus(b),
@@ -387,7 +388,7 @@ impl Hardware {
 
     fn display(&self, name: &str) -> Result<(u8, u8), HwError> {
         let d = self.device(name)?;
-        if d.driver != "ssd1306" {
+        if d.driver != Driver::Ssd1306 {
             return Err(HwError::NotFound(format!(
                 "'{name}' ({}) is not a display",
                 d.driver
@@ -517,7 +518,7 @@ impl Hardware {
             .def
             .device
             .iter()
-            .find(|d| d.driver == "gpio_out" && d.pin == Some(pin))
+            .find(|d| d.driver == Driver::GpioOut && d.pin == Some(pin))
         {
             return Err(HwError::Line(BusError::Unsupported(format!(
                 "GPIO{pin} ('{}') is declared an output (gpio_out): edges are watched on inputs; \

@@ -4,6 +4,9 @@
 //! - `values`: how tool arguments name hardware: addresses (`0x76` or 118), byte strings
 //!   (`"d0 01"` or `[208, "0x01"]`), pins (BCM numbers or declared names); hex output.
 //! - `board`: board definitions in TOML (`boards/*.toml`) and their typed loader.
+//! - `driver`: `Driver`, the drivers a device may name, each with its one table entry (kind,
+//!   quantities and units, bus footprint, doctor probe, docs page, Home Assistant classes,
+//!   required keys).
 //! - `policy`: the board policy: allowlists, reserved addresses, PWM limits, transfer sizes,
 //!   read-only mode. Pure checks; the gateway runs them inside its dispatch pipeline.
 //! - `bus`: the object-safe bus and line traits every backend provides, and their errors.
@@ -30,6 +33,7 @@ pub mod backend;
 pub mod board;
 pub mod bus;
 pub mod display;
+pub mod driver;
 pub mod hw;
 pub mod mcu;
 pub mod policy;

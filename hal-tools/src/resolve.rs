@@ -93,7 +93,7 @@ impl BoardDef {
 
     /// The declared microcontrollers.
     pub fn mcu_devices(&self) -> impl Iterator<Item = &DeviceDef> {
-        self.device.iter().filter(|d| d.driver == "mcu")
+        self.device.iter().filter(|d| d.driver == crate::driver::Driver::Mcu)
     }
 
     /// The MCU device a call means: the named one, or the only one.
@@ -123,7 +123,7 @@ impl BoardDef {
     pub fn default_display(&self) -> Result<&DeviceDef, HwError> {
         self.device
             .iter()
-            .find(|d| d.driver == "ssd1306")
+            .find(|d| d.driver == crate::driver::Driver::Ssd1306)
             .ok_or_else(|| HwError::NotFound("this board declares no display".into()))
     }
 }

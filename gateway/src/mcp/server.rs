@@ -409,7 +409,7 @@ fn sensors(rt: &Runtime) -> Vec<String> {
         .def()
         .device
         .iter()
-        .filter(|d| !covo_hal_tools::sensors::quantities(&d.driver).is_empty())
+        .filter(|d| d.driver.is_sensor())
         .map(|d| d.name.clone())
         .collect()
 }

@@ -4,6 +4,7 @@ use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::ToolDef;
 use covo_core::catalog::mqtt as c;
+use covo_hal_tools::driver::HaComponent;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -133,11 +134,12 @@ fn ha_announce(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         gateway: link.gateway_id().to_string(),
     };
     let configs = crate::ha::configs_for(&t, board, d, args["name"].as_str());
-    let component = if d.driver == "gpio_out" {
-        "switch"
-    } else {
-        "sensor"
-    };
+    let component = d
+        .driver
+        .info()
+        .ha_component
+        .unwrap_or(HaComponent::Sensor)
+        .as_str();
     if let Some(want) = args["component"].as_str() {
         if want != component {
             return Err(cx.fail(format!(

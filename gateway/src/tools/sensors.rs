@@ -7,7 +7,7 @@ use crate::hardware::Access;
 use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::sensors as c;
 use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::{sensors, values};
+use covo_hal_tools::values;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -25,16 +25,16 @@ fn sensor_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
     let sensors: Vec<Value> = def
         .device
         .iter()
-        .filter(|d| !sensors::quantities(&d.driver).is_empty())
+        .filter(|d| d.driver.is_sensor())
         .map(|d| {
             json!({
                 "sensor": d.name,
                 "driver": d.driver,
                 "bus": d.bus.or(def.default_i2c_bus()),
                 "address": d.address.map(values::show_address),
-                "quantities": sensors::quantities(&d.driver)
+                "quantities": d.driver.quantities()
                     .iter()
-                    .map(|(q, u)| json!({"quantity": q, "unit": u}))
+                    .map(|q| json!({"quantity": q.name, "unit": q.unit}))
                     .collect::<Vec<_>>(),
                 "sample_interval_secs": d.sample_interval_secs,
             })
@@ -44,18 +44,18 @@ fn sensor_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
 }
 
 /// What reading sensor `name` touches: its driver's writes and reads at the sensor's address
-/// (`sensors::footprint`). Nothing for a name that is not a declared sensor: the executor
+/// (`Driver::footprint`). Nothing for a name that is not a declared sensor: the executor
 /// refuses it without touching the bus.
 pub fn sensor_access(def: &BoardDef, name: &str) -> Vec<Access> {
     let Some(d) = def.device(name) else {
         return Vec::new();
     };
-    let Some(fp) = sensors::footprint(&d.driver) else {
+    let Some(fp) = d.driver.footprint() else {
         return Vec::new();
     };
     vec![Access::SensorMeasure {
         sensor: d.name.clone(),
-        driver: d.driver.clone(),
+        driver: d.driver,
         bus: d.bus.or(def.default_i2c_bus()),
         address: d.address,
         bytes: fp.write.max(fp.read),
@@ -114,10 +114,7 @@ pub fn read_and_log(rt: &dyn Services, name: &str) -> Result<Value, ReadFailure>
         .collect();
     let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now())
         .map_err(ReadFailure::Store)?;
-    let driver = hw
-        .device(name)
-        .map(|d| d.driver.clone())
-        .unwrap_or_default();
+    let driver = hw.device(name).ok().map(|d| d.driver);
     Ok(json!({
         "sensor": name,
         "driver": driver,
@@ -222,7 +219,7 @@ fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
 fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
     let def = cx.board().def();
     match def.device(name) {
-        Some(d) if !sensors::quantities(&d.driver).is_empty() => Ok(()),
+        Some(d) if d.driver.is_sensor() => Ok(()),
         _ => Err(ToolError::NotFound {
             what: "sensor".into(),
             id: name.into(),
@@ -366,7 +363,7 @@ pub fn sample_due_each(
         .unwrap_or_default();
     let now = std::time::Instant::now();
     for d in &rt.board().def().device {
-        if sensors::quantities(&d.driver).is_empty() {
+        if !d.driver.is_sensor() {
             continue;
         }
         let every = match (d.sample_interval_secs, watched.contains(&d.name)) {

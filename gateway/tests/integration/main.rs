@@ -11,6 +11,7 @@ mod config_doc;
 mod daemon;
 mod docs_skills;
 mod doctor;
+mod drivers;
 mod file_search;
 mod fs_and_approval;
 mod fs_race;
