@@ -22,6 +22,7 @@ mod link_bounds;
 mod mcp_client;
 #[cfg(feature = "mcp")]
 mod mcp_server;
+mod name_literals;
 mod patch;
 mod peer_protocol_doc;
 mod pipeline;
