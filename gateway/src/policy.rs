@@ -41,7 +41,8 @@ impl Via {
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Direct => "direct",
-            Via::ToolCall => "tool_call",
+            // Named after the tool it came through.
+            Via::ToolCall => catalog::discovery::TOOL_CALL.name,
             Via::Mqtt => "mqtt",
             Via::Remote => "remote",
             Via::Schedule => "schedule",
@@ -97,7 +98,13 @@ const NEVER_SERVED: &[&ToolSpec] = &[
 
 /// The toolsets whose `read` tools other gateways may call by default: the board's hardware,
 /// never its files, memories or conversations.
-pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &["board", "sensors", "gpio", "i2c", "mcu"];
+pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &[
+    catalog::board::TOOLSET,
+    catalog::sensors::TOOLSET,
+    catalog::gpio::TOOLSET,
+    catalog::i2c::TOOLSET,
+    catalog::mcu::TOOLSET,
+];
 
 /// `[swarm] expose`: calls from other gateways (`Via::Remote`) may only run exposed tools.
 /// Local calls are not affected.

@@ -4,15 +4,19 @@ use super::hwargs;
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::display as c;
 use covo_hal_tools::board::BoardDef;
 use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::DISPLAY_TEXT, display_text).with_access(display_access),
-    ToolDef::local(&c::DISPLAY_CLEAR, display_clear).with_access(display_access),
+    ToolDef::local(&c::DISPLAY_TEXT, display_text)
+        .with_access(display_access)
+        .needs(Need::Board(Part::Display)),
+    ToolDef::local(&c::DISPLAY_CLEAR, display_clear)
+        .with_access(display_access)
+        .needs(Need::Board(Part::Display)),
 ];
 
 /// Drawing writes the display's framebuffer over I2C: the named display, else the board's first,

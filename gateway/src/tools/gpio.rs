@@ -4,7 +4,7 @@ use super::hwargs::{self, opt, req};
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::gpio as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::bus::Edge;
@@ -15,10 +15,14 @@ use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::GPIO_READ, gpio_read),
-    ToolDef::local(&c::GPIO_WRITE, gpio_write).with_access(write_access),
-    ToolDef::local(&c::GPIO_WAIT_EDGE, gpio_wait_edge),
-    ToolDef::local(&c::PWM_SET, pwm_set).with_access(pwm_access),
+    ToolDef::local(&c::GPIO_READ, gpio_read).needs(Need::Board(Part::Gpio)),
+    ToolDef::local(&c::GPIO_WRITE, gpio_write)
+        .with_access(write_access)
+        .needs(Need::Board(Part::Gpio)),
+    ToolDef::local(&c::GPIO_WAIT_EDGE, gpio_wait_edge).needs(Need::Board(Part::Gpio)),
+    ToolDef::local(&c::PWM_SET, pwm_set)
+        .with_access(pwm_access)
+        .needs(Need::Board(Part::Pwm)),
 ];
 
 /// `gpio_write` drives its line as an output.

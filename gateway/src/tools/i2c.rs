@@ -4,7 +4,7 @@ use super::hwargs::{self, opt, req};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::i2c as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
@@ -13,11 +13,19 @@ use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::I2C_SCAN, i2c_scan),
-    ToolDef::local(&c::I2C_READ, i2c_read).with_access(read_access),
-    ToolDef::local(&c::I2C_WRITE, i2c_write).with_access(write_access),
-    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read).with_access(write_read_access),
-    ToolDef::local(&c::I2C_READ_REGISTER, i2c_read_register).with_access(register_access),
+    ToolDef::local(&c::I2C_SCAN, i2c_scan).needs(Need::Board(Part::I2c)),
+    ToolDef::local(&c::I2C_READ, i2c_read)
+        .with_access(read_access)
+        .needs(Need::Board(Part::I2c)),
+    ToolDef::local(&c::I2C_WRITE, i2c_write)
+        .with_access(write_access)
+        .needs(Need::Board(Part::I2c)),
+    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read)
+        .with_access(write_read_access)
+        .needs(Need::Board(Part::I2c)),
+    ToolDef::local(&c::I2C_READ_REGISTER, i2c_read_register)
+        .with_access(register_access)
+        .needs(Need::Board(Part::I2c)),
 ];
 
 /// The most bytes a combined write-then-read may write and still be a read: one register

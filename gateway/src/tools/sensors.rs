@@ -4,7 +4,7 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::{Cx, Services};
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::sensors as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::{sensors, values};
@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::SENSOR_LIST, sensor_list),
-    ToolDef::local(&c::SENSOR_READ, sensor_read).with_access(read_access),
-    ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
-    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
+    ToolDef::local(&c::SENSOR_LIST, sensor_list).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_READ, sensor_read)
+        .with_access(read_access)
+        .needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_HISTORY, sensor_history).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv).needs(Need::Board(Part::Sensors)),
 ];
 
 fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {

@@ -4,7 +4,7 @@ use super::hwargs::{self, opt};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::serial as c;
 use covo_hal_tools::backend;
 use covo_hal_tools::board::BoardDef;
@@ -16,10 +16,14 @@ use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::SERIAL_LIST, serial_list),
-    ToolDef::local(&c::SERIAL_WRITE, serial_write).with_access(write_access),
-    ToolDef::local(&c::SERIAL_READ, serial_read),
-    ToolDef::local(&c::SERIAL_REQUEST, serial_request).with_access(write_access),
+    ToolDef::local(&c::SERIAL_LIST, serial_list).needs(Need::Board(Part::Serial)),
+    ToolDef::local(&c::SERIAL_WRITE, serial_write)
+        .with_access(write_access)
+        .needs(Need::Board(Part::Serial)),
+    ToolDef::local(&c::SERIAL_READ, serial_read).needs(Need::Board(Part::Serial)),
+    ToolDef::local(&c::SERIAL_REQUEST, serial_request)
+        .with_access(write_access)
+        .needs(Need::Board(Part::Serial)),
 ];
 
 /// `serial_write` and `serial_request` write to their port.

@@ -4,7 +4,7 @@ use super::hwargs::{self, opt, req};
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Part, ToolDef};
 use covo_core::catalog::spi as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::values;
@@ -12,8 +12,12 @@ use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::SPI_TRANSFER, spi_transfer).with_access(spi_access),
-    ToolDef::local(&c::SPI_WRITE, spi_write).with_access(spi_access),
+    ToolDef::local(&c::SPI_TRANSFER, spi_transfer)
+        .with_access(spi_access)
+        .needs(Need::Board(Part::Spi)),
+    ToolDef::local(&c::SPI_WRITE, spi_write)
+        .with_access(spi_access)
+        .needs(Need::Board(Part::Spi)),
 ];
 
 /// SPI clocks bytes out on every transfer: a write of `data`'s length.

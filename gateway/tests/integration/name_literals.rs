@@ -74,6 +74,21 @@ const EXEMPT: &[(&str, &[&str], &str)] = &[
         "the `gpio` Unix group and device node kind that `covo doctor` checks",
     ),
     (
+        "i2c",
+        &["gateway/src/hardware.rs"],
+        "the kind `Hardware::unavailable` keys the I2C buses' open errors by (`Part::opens`)",
+    ),
+    (
+        "spi",
+        &["gateway/src/hardware.rs"],
+        "the kind `Hardware::unavailable` keys the SPI devices' open errors by (`Part::opens`)",
+    ),
+    (
+        "gpio",
+        &["gateway/src/hardware.rs"],
+        "the kind `Hardware::unavailable` keys the GPIO chip's open errors by (`Part::opens`)",
+    ),
+    (
         "system",
         &["gateway/src/llm/openai.rs", "gateway/src/tools/system.rs"],
         "the chat role `system`, and `reboot`'s `target: \"system\"` (its schema's enum)",
@@ -191,12 +206,17 @@ fn is_key(code: &[u8], start: usize, end: usize) -> bool {
         .copied()
         .find(|c| !c.is_ascii_whitespace());
     let colon = after == Some(b':') && code.get(end..).is_some_and(|r| !r.starts_with(b"::"));
-    let before = code[..start]
+    // `m["x"]` is an index; `&["x"]` is an array of one literal.
+    let mut back = code[..start]
         .iter()
         .rev()
         .copied()
-        .find(|c| !c.is_ascii_whitespace());
-    let indexed = before == Some(b'[') && after == Some(b']');
+        .filter(|c| !c.is_ascii_whitespace());
+    let indexed = back.next() == Some(b'[')
+        && after == Some(b']')
+        && back
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b')' | b']'));
     let got = code[..start].ends_with(b".get(");
     colon || indexed || got
 }
@@ -459,7 +479,7 @@ fn the_scanner_sees_literals_not_comments_keys_or_attributes() {
         #[cfg(feature = "web")]
         let a = "pwm_set"; let b = json!({"sensors": 1}); let c = m["voice"];
         let d = r#"sensor_list"#; let e = '"'; let f: &'static str = "x";
-        let g = v.get("display");
+        let g = v.get("display"); let h = &["reboot"];
     "####;
     let lits: Vec<(String, bool)> = rust_literals(code)
         .into_iter()
@@ -470,7 +490,7 @@ fn the_scanner_sees_literals_not_comments_keys_or_attributes() {
         .filter(|(_, k)| !k)
         .map(|(t, _)| t.as_str())
         .collect();
-    assert_eq!(flagged, ["pwm_set", "sensor_list", "x"], "{lits:?}");
+    assert_eq!(flagged, ["pwm_set", "sensor_list", "x", "reboot"], "{lits:?}");
     let js = "// 'gpio_write' /api/*\nif (d.tool === \"gpio_write\" || d.tool === 'pwm_set') f(`x`, {\"a\": 1});\n<!-- \"board\" -->";
     let lits: Vec<String> = asset_literals(js)
         .into_iter()
