@@ -34,6 +34,8 @@ pub enum Via {
     Telegram,
     /// From the web dashboard (`[web]`).
     Web,
+    /// From the background sampler (`covo run`, `covo chat`): a due sensor's `sensor_read`.
+    Sampler,
 }
 
 impl Via {
@@ -50,6 +52,7 @@ impl Via {
             Via::Mcp => "mcp",
             Via::Telegram => "telegram",
             Via::Web => "web",
+            Via::Sampler => "sampler",
         }
     }
 }
@@ -213,6 +216,27 @@ impl Policy for ReadOnly {
         Err(Refusal {
             rule: "read_only".into(),
             detail,
+        })
+    }
+}
+
+/// The background sampler's bounds: it reads sensors and nothing else (`sensor_read`). Other
+/// policies judge its calls like any other (board policy, `[policy] read_only`); `[swarm]
+/// expose` concerns only other gateways, and a reading is a `read` tool, which needs no approval.
+pub struct SamplerBounds;
+
+impl Policy for SamplerBounds {
+    fn check(&self, call: &ToolInvocation<'_>) -> Result<(), Refusal> {
+        if call.via != Via::Sampler || is(call.spec, &catalog::sensors::SENSOR_READ) {
+            return Ok(());
+        }
+        Err(Refusal {
+            rule: "sampler".into(),
+            detail: format!(
+                "the sampler only reads sensors ({}), not '{}'",
+                catalog::sensors::SENSOR_READ.name,
+                call.spec.name
+            ),
         })
     }
 }

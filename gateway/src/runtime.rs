@@ -14,8 +14,8 @@ use crate::hooks::{
 };
 use crate::policy::BoardPolicyCheck;
 pub use crate::policy::{
-    Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SwarmExpose,
-    Via, SWARM_DEFAULT_TOOLSETS,
+    Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SamplerBounds,
+    SwarmExpose, Via, SWARM_DEFAULT_TOOLSETS,
 };
 use crate::spec::{AvailCx, Availability, Effect, Exec, ToolDef, ToolSpec};
 use crate::store::{AuditEntry, Store, StoreError};
@@ -183,6 +183,7 @@ impl Runtime {
         policies.push(Box::new(SwarmExpose {
             expose: opts.config.swarm.expose.clone(),
         }));
+        policies.push(Box::new(SamplerBounds));
         policies.push(Box::new(BoardPolicyCheck {
             board: board.clone(),
         }));
@@ -507,6 +508,18 @@ impl Runtime {
         args: Args<'_>,
         depth: u8,
     ) -> Result<Value, CallError> {
+        if depth > crate::exec::MAX_DEPTH {
+            return Err(ToolError::Failed {
+                tool: name.into(),
+                message: format!(
+                    "refused: the call is nested {depth} deep (a tool_call's inner call, a \
+                     watch's action, that action's own watches…), beyond the limit of {}",
+                    crate::exec::MAX_DEPTH
+                ),
+                hint: Some("a watch whose action fires the same watch again stops here".into()),
+            }
+            .into());
+        }
         let spec = self.lookup(name)?;
         let def = self.def(spec).ok_or_else(|| ToolError::Unavailable {
             tool: name.into(),

@@ -31,6 +31,7 @@ mod presence;
 mod qemu;
 mod retention;
 mod run;
+mod sampler;
 mod sd_notify;
 mod secrets;
 mod shell;

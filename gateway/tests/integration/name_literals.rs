@@ -490,7 +490,11 @@ fn the_scanner_sees_literals_not_comments_keys_or_attributes() {
         .filter(|(_, k)| !k)
         .map(|(t, _)| t.as_str())
         .collect();
-    assert_eq!(flagged, ["pwm_set", "sensor_list", "x", "reboot"], "{lits:?}");
+    assert_eq!(
+        flagged,
+        ["pwm_set", "sensor_list", "x", "reboot"],
+        "{lits:?}"
+    );
     let js = "// 'gpio_write' /api/*\nif (d.tool === \"gpio_write\" || d.tool === 'pwm_set') f(`x`, {\"a\": 1});\n<!-- \"board\" -->";
     let lits: Vec<String> = asset_literals(js)
         .into_iter()
