@@ -632,10 +632,16 @@ pub async fn model_check(model: Option<&dyn ChatModel>) -> Check {
     };
     let mut ignore = |_: &str| {};
     match model.chat(req, &mut ignore).await {
-        Ok(r) if r.tool_calls.iter().any(|c| c.name == "sensor_read") => Check::ok(
-            "model",
-            format!("{} answers and calls tools", model.describe()),
-        ),
+        Ok(r)
+            if r.tool_calls
+                .iter()
+                .any(|c| c.name == covo_core::catalog::sensors::SENSOR_READ.name) =>
+        {
+            Check::ok(
+                "model",
+                format!("{} answers and calls tools", model.describe()),
+            )
+        }
         Ok(_) => Check::warn(
             "model",
             format!(

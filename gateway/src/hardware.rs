@@ -80,20 +80,22 @@ impl Board {
         self.hw.get().and_then(|r| r.as_ref().ok()).cloned()
     }
 
-    /// Why a hardware tool cannot work on this board, if it cannot: the board declares nothing
-    /// of its kind, or (on a Linux board, whose hardware this opens) none of it opened, with the
-    /// open error as the reason.
-    pub fn missing(&self, toolset: &str, tool: &str) -> Option<String> {
+    /// Why a tool that needs `part` cannot work on this board, if it cannot: the board declares
+    /// nothing of its kind, or (on a Linux board, whose hardware this opens) none of it opened,
+    /// with the open error as the reason.
+    pub fn missing(&self, part: Part) -> Option<String> {
         let d = &self.def;
         let has_driver = |f: &dyn Fn(Driver) -> bool| d.device.iter().any(|x| f(x.driver));
-        let declared = match toolset {
-            "i2c" if d.i2c.is_empty() => Some("this board declares no I2C bus".into()),
-            "spi" if d.spi.is_empty() => Some("this board declares no SPI bus".into()),
-            "serial" if d.serial.is_empty() => Some("this board declares no serial port".into()),
-            "display" if !has_driver(&|x| x == Driver::Ssd1306) => {
+        let declared = match part {
+            Part::I2c if d.i2c.is_empty() => Some("this board declares no I2C bus".into()),
+            Part::Spi if d.spi.is_empty() => Some("this board declares no SPI bus".into()),
+            Part::Serial if d.serial.is_empty() => {
+                Some("this board declares no serial port".into())
+            }
+            Part::Display if !has_driver(&|x| part.drives(x)) => {
                 Some("this board declares no display".into())
             }
-            "sensors" if !has_driver(&Driver::is_sensor) => {
+            Part::Sensors if !has_driver(&|x| part.drives(x)) => {
                 Some("this board declares no sensor".into())
             }
             _ => None,
@@ -101,24 +103,14 @@ impl Board {
         if declared.is_some() || d.board.backend == "sim" {
             return declared;
         }
-        let kind = match (toolset, tool) {
-            (_, "pwm_set") => "pwm",
-            ("gpio", _) => "gpio",
-            ("i2c" | "sensors" | "display", _) => "i2c",
-            ("spi", _) => "spi",
-            _ => return None,
-        };
+        let kind = part.opens()?;
         let hw = match self.hardware() {
             Ok(hw) => hw,
             Err(e) => return Some(format!("the board did not open: {e}")),
         };
-        if kind == "i2c" && matches!(toolset, "sensors" | "display") {
+        if matches!(part, Part::Sensors | Part::Display) {
             // These need a device on a bus that opened.
-            let wanted = |x: Driver| match toolset {
-                "display" => x == Driver::Ssd1306,
-                _ => x.is_sensor(),
-            };
-            let reachable = d.device.iter().filter(|x| wanted(x.driver)).any(|x| {
+            let reachable = d.device.iter().filter(|x| part.drives(x.driver)).any(|x| {
                 x.bus
                     .or_else(|| d.default_i2c_bus())
                     .is_some_and(|b| hw.has_i2c_bus(b))
@@ -126,10 +118,62 @@ impl Board {
             if reachable {
                 return None;
             }
-            let why = hw.unavailable("i2c").unwrap_or("its I2C bus did not open");
-            return Some(format!("no {toolset} device's I2C bus opened: {why}"));
+            let why = hw.unavailable(kind).unwrap_or("its I2C bus did not open");
+            return Some(format!("no {} device's I2C bus opened: {why}", part.noun()));
         }
         hw.unavailable(kind).map(|why| why.to_string())
+    }
+}
+
+/// A part of the board a hardware tool needs (`spec::Need::Board`): what [`Board::missing`]
+/// checks the board declares and, on a Linux board, opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// An I2C bus.
+    I2c,
+    /// An SPI device.
+    Spi,
+    /// A serial port (declared; ports open per call).
+    Serial,
+    /// The GPIO chip.
+    Gpio,
+    /// A PWM channel.
+    Pwm,
+    /// A declared display (an SSD1306) on an I2C bus that opened.
+    Display,
+    /// A declared sensor on an I2C bus that opened.
+    Sensors,
+}
+
+impl Part {
+    /// The kind of hardware whose open errors `Hardware::unavailable` reports for this part,
+    /// when the part needs anything opened.
+    fn opens(self) -> Option<&'static str> {
+        match self {
+            Part::I2c | Part::Sensors | Part::Display => Some("i2c"),
+            Part::Spi => Some("spi"),
+            Part::Gpio => Some("gpio"),
+            Part::Pwm => Some("pwm"),
+            Part::Serial => None,
+        }
+    }
+
+    /// Whether a declared device with this driver is one of this part's devices.
+    fn drives(self, driver: Driver) -> bool {
+        match self {
+            Part::Display => driver == Driver::Ssd1306,
+            Part::Sensors => driver.is_sensor(),
+            _ => false,
+        }
+    }
+
+    /// What a device of this part is called in a reason.
+    fn noun(self) -> &'static str {
+        match self {
+            Part::Display => covo_core::catalog::display::TOOLSET,
+            Part::Sensors => covo_core::catalog::sensors::TOOLSET,
+            _ => "",
+        }
     }
 }
 

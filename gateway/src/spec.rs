@@ -9,9 +9,11 @@
 //!
 //! The spec types themselves live in `covo_core::spec` and are re-exported here.
 
+use crate::config::Config;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::hardware::{tool_error, Access};
+pub use crate::hardware::Part;
+use crate::hardware::{tool_error, Access, Board};
 pub use covo_core::spec::{Availability, Effect, Profiles, Runs, ToolSpec};
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::HwError;
@@ -216,9 +218,57 @@ pub struct ToolDef {
     pub spec: &'static ToolSpec,
     /// How it runs.
     pub exec: Exec,
-    /// For local tools that need something of the system (a program, a device): whether it is
-    /// there, with the reason when it is not.
-    pub requires: Option<fn(&crate::config::Config) -> Availability>,
+    /// For local tools that need something (the broker, a part of the board, a program):
+    /// what, declared on the tool's line of its family's `TOOLS` table (`.needs`, `.when`).
+    pub requires: Option<Requires>,
+}
+
+/// What a tool needs to be available, beyond its executor.
+#[derive(Debug, Clone, Copy)]
+pub enum Requires {
+    /// One of the needs the runtime knows how to judge.
+    Need(Need),
+    /// The tool's own check (a program on the `PATH`, a device).
+    When(fn(&AvailCx<'_>) -> Availability),
+}
+
+/// A need the runtime judges the same way for every tool that declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// An MQTT broker (`[mqtt]`): the `mqtt` toolset and the swarm tools.
+    Broker,
+    /// A part of the board, declared and (on a Linux board) opened: `Board::missing`.
+    Board(Part),
+}
+
+impl Need {
+    /// Whether the need is met here, with the reason when it is not.
+    pub fn check(self, cx: &AvailCx<'_>) -> Availability {
+        match self {
+            Need::Broker if !cx.mqtt_configured() => Availability::no("no MQTT broker configured"),
+            Need::Broker => Availability::yes(),
+            Need::Board(part) => match cx.board.missing(part) {
+                Some(reason) => Availability::no(reason),
+                None => Availability::yes(),
+            },
+        }
+    }
+}
+
+/// What a tool's availability is judged against: the configuration and the board.
+#[derive(Clone, Copy)]
+pub struct AvailCx<'a> {
+    /// The loaded configuration.
+    pub config: &'a Config,
+    /// The board (its hardware opened only when a need asks about a Linux board's parts).
+    pub board: &'a Board,
+}
+
+impl AvailCx<'_> {
+    /// Whether an MQTT broker is configured (`[mqtt]`).
+    pub fn mqtt_configured(&self) -> bool {
+        self.config.mqtt.is_some()
+    }
 }
 
 impl ToolDef {
@@ -269,9 +319,19 @@ impl ToolDef {
 
     /// The same tool, available only when `requires` says so (checked each time availability
     /// is asked, so installing the program makes the tool appear).
-    pub const fn when(self, requires: fn(&crate::config::Config) -> Availability) -> ToolDef {
+    pub const fn when(self, requires: fn(&AvailCx<'_>) -> Availability) -> ToolDef {
+        assert!(self.requires.is_none(), "a tool declares one requirement");
         ToolDef {
-            requires: Some(requires),
+            requires: Some(Requires::When(requires)),
+            ..self
+        }
+    }
+
+    /// The same tool, available only when `need` is met (the broker, a part of the board).
+    pub const fn needs(self, need: Need) -> ToolDef {
+        assert!(self.requires.is_none(), "a tool declares one requirement");
+        ToolDef {
+            requires: Some(Requires::Need(need)),
             ..self
         }
     }
@@ -292,13 +352,16 @@ impl ToolDef {
         }
     }
 
-    /// The built-in availability of a tool: whether it has an executor. Peer tools need a
-    /// runtime with a live peer (`Runtime::availability`); on their own they are unavailable.
-    pub fn availability(&self, config: &crate::config::Config) -> Availability {
+    /// The built-in availability of a tool: whether it has an executor and what it declares it
+    /// needs is there. Peer tools need a runtime with a live peer (`Runtime::availability`); on
+    /// their own they are unavailable.
+    pub fn availability(&self, cx: &AvailCx<'_>) -> Availability {
         match self.exec {
-            Exec::Local(_) | Exec::Typed(_) => {
-                self.requires.map_or_else(Availability::yes, |f| f(config))
-            }
+            Exec::Local(_) | Exec::Typed(_) => match self.requires {
+                None => Availability::yes(),
+                Some(Requires::Need(need)) => need.check(cx),
+                Some(Requires::When(f)) => f(cx),
+            },
             Exec::Peer => Availability::no("no MQTT broker configured"),
             Exec::Missing => Availability::no("not implemented"),
             Exec::Mcp => Availability::no("no MCP client in this runtime"),

@@ -10,11 +10,11 @@
 //! `covo_hal_tools::mcu::EVENT_QUEUE`) and runs [`evaluate`] on each, as a sensor reading
 //! would.
 
-use crate::exec::Session;
-use crate::exec::{Args, Services};
+use crate::error::CallError;
+use crate::exec::{Args, Cx, Services, Session, UserIo};
 use crate::policy::Via;
 pub use crate::store::{Op, Rule};
-use crate::store::{StoreError, Watch};
+use crate::store::{Store, StoreError, Watch};
 use chrono::{DateTime, Utc};
 use covo_hal_tools::driver::Driver;
 use covo_mcu_protocol::{Event, EventMask};
@@ -24,9 +24,54 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What runs the watches of a new reading: the store, the user's channels and the pipeline for
+/// their actions. A reading a call took ([`Cx`], `sensor_read`) fires them one level deeper
+/// than that call (`Cx::watch_action`), so the pipeline's depth limit holds for every re-entry;
+/// a microcontroller's event, which no call made, fires them from the top ([`Services`]).
+pub trait Fire {
+    /// The database.
+    fn store(&self) -> Result<&Store, StoreError>;
+    /// The user's channels.
+    fn user_io(&self) -> &dyn UserIo;
+    /// Runs a watch's action through the pipeline as `Via::Watch`.
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError>;
+}
+
+impl Fire for Cx<'_> {
+    fn store(&self) -> Result<&Store, StoreError> {
+        Cx::store(self)
+    }
+
+    fn user_io(&self) -> &dyn UserIo {
+        Cx::user_io(self)
+    }
+
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError> {
+        self.watch_action(session, tool, args)
+    }
+}
+
+/// Fires from the top of the pipeline: for readings no call took (a microcontroller's events).
+struct Top<'a>(&'a dyn Services);
+
+impl Fire for Top<'_> {
+    fn store(&self) -> Result<&Store, StoreError> {
+        self.0.store()
+    }
+
+    fn user_io(&self) -> &dyn UserIo {
+        self.0.user_io()
+    }
+
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError> {
+        self.0
+            .dispatch(session, Via::Watch, tool, Args::Json(args), 0)
+    }
+}
+
 /// Runs every active watch on `sensor` against a new reading; fires actions. Returns what fired.
 pub fn evaluate(
-    rt: &dyn Services,
+    rt: &dyn Fire,
     sensor: &str,
     readings: &[(String, f64, String)],
     now: DateTime<Utc>,
@@ -49,7 +94,7 @@ pub fn evaluate(
     Ok(fired)
 }
 
-fn fire_action(rt: &dyn Services, w: &Watch, v: f64, unit: &str) -> String {
+fn fire_action(rt: &dyn Fire, w: &Watch, v: f64, unit: &str) -> String {
     let session = Session::new(w.session.clone(), w.channel.clone());
     let what = format!(
         "watch #{}: {} {} is {v:.2} {unit} ({} {} {unit}{})",
@@ -70,7 +115,7 @@ fn fire_action(rt: &dyn Services, w: &Watch, v: f64, unit: &str) -> String {
                 .arguments
                 .clone()
                 .unwrap_or(Value::Object(Default::default()));
-            match rt.dispatch(&session, Via::Watch, tool, Args::Json(args), 0) {
+            match rt.action(&session, tool, args) {
                 Ok(r) => format!("{what}; ran {tool}: {r}"),
                 Err(e) => format!("{what}; {tool} failed: {e}"),
             }
@@ -303,7 +348,7 @@ impl McuWatcher {
                 }
             }
             for r in &readings {
-                match evaluate(rt, &name, r, Utc::now()) {
+                match evaluate(&Top(rt), &name, r, Utc::now()) {
                     Ok(fired) => out.fired.extend(fired),
                     Err(e) => tracing::warn!(mcu = name, error = %e, "MCU events: watch failed"),
                 }

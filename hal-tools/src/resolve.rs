@@ -93,7 +93,9 @@ impl BoardDef {
 
     /// The declared microcontrollers.
     pub fn mcu_devices(&self) -> impl Iterator<Item = &DeviceDef> {
-        self.device.iter().filter(|d| d.driver == crate::driver::Driver::Mcu)
+        self.device
+            .iter()
+            .filter(|d| d.driver == crate::driver::Driver::Mcu)
     }
 
     /// The MCU device a call means: the named one, or the only one.

@@ -4,14 +4,16 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::display as c;
 use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::DISPLAY_TEXT, &Typed { run: display_text }),
-    ToolDef::typed(&c::DISPLAY_CLEAR, &Typed { run: display_clear }),
+    ToolDef::typed(&c::DISPLAY_TEXT, &Typed { run: display_text })
+        .needs(Need::Board(Part::Display)),
+    ToolDef::typed(&c::DISPLAY_CLEAR, &Typed { run: display_clear })
+        .needs(Need::Board(Part::Display)),
 ];
 
 /// The display drawing goes to (the board's first), where it sits on the bus, and the lines.

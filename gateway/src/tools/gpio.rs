@@ -4,7 +4,7 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::gpio as c;
 use covo_hal_tools::bus::Edge;
 use covo_hal_tools::values;
@@ -13,15 +13,16 @@ use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::GPIO_READ, &Typed { run: gpio_read }),
-    ToolDef::typed(&c::GPIO_WRITE, &Typed { run: gpio_write }),
+    ToolDef::typed(&c::GPIO_READ, &Typed { run: gpio_read }).needs(Need::Board(Part::Gpio)),
+    ToolDef::typed(&c::GPIO_WRITE, &Typed { run: gpio_write }).needs(Need::Board(Part::Gpio)),
     ToolDef::typed(
         &c::GPIO_WAIT_EDGE,
         &Typed {
             run: gpio_wait_edge,
         },
-    ),
-    ToolDef::typed(&c::PWM_SET, &Typed { run: pwm_set }),
+    )
+    .needs(Need::Board(Part::Gpio)),
+    ToolDef::typed(&c::PWM_SET, &Typed { run: pwm_set }).needs(Need::Board(Part::Pwm)),
 ];
 
 /// The PWM frequency used when a call gives none (a common fan/dimmer frequency).

@@ -4,7 +4,7 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::i2c as c;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::values;
@@ -12,21 +12,23 @@ use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::I2C_SCAN, &Typed { run: i2c_scan }),
-    ToolDef::typed(&c::I2C_READ, &Typed { run: i2c_read }),
-    ToolDef::typed(&c::I2C_WRITE, &Typed { run: i2c_write }),
+    ToolDef::typed(&c::I2C_SCAN, &Typed { run: i2c_scan }).needs(Need::Board(Part::I2c)),
+    ToolDef::typed(&c::I2C_READ, &Typed { run: i2c_read }).needs(Need::Board(Part::I2c)),
+    ToolDef::typed(&c::I2C_WRITE, &Typed { run: i2c_write }).needs(Need::Board(Part::I2c)),
     ToolDef::typed(
         &c::I2C_WRITE_READ,
         &Typed {
             run: i2c_write_read,
         },
-    ),
+    )
+    .needs(Need::Board(Part::I2c)),
     ToolDef::typed(
         &c::I2C_READ_REGISTER,
         &Typed {
             run: i2c_read_register,
         },
-    ),
+    )
+    .needs(Need::Board(Part::I2c)),
 ];
 
 /// The largest `count` a call may ask for.

@@ -2,7 +2,7 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{Need, ToolDef};
 use covo_core::catalog::mqtt as c;
 use covo_hal_tools::driver::HaComponent;
 use rumqttc::v5::mqttbytes::QoS;
@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::MQTT_PUBLISH, mqtt_publish),
-    ToolDef::local(&c::MQTT_WAIT_MESSAGE, mqtt_wait_message),
-    ToolDef::local(&c::MQTT_RETAINED_GET, mqtt_retained_get),
-    ToolDef::local(&c::HA_ANNOUNCE, ha_announce),
+    ToolDef::local(&c::MQTT_PUBLISH, mqtt_publish).needs(Need::Broker),
+    ToolDef::local(&c::MQTT_WAIT_MESSAGE, mqtt_wait_message).needs(Need::Broker),
+    ToolDef::local(&c::MQTT_RETAINED_GET, mqtt_retained_get).needs(Need::Broker),
+    ToolDef::local(&c::HA_ANNOUNCE, ha_announce).needs(Need::Broker),
 ];
 
 /// How long `mqtt_retained_get` waits for a retained message before reporting none.

@@ -2,9 +2,10 @@
 
 use super::hwargs;
 use crate::error::{CallError, ToolError};
-use crate::exec::{Cx, Services};
+use crate::exec::{Args, Cx, Services, Session};
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::policy::Via;
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::sensors as c;
 use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::values;
@@ -13,10 +14,10 @@ use std::collections::BTreeMap;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::SENSOR_LIST, &Typed { run: sensor_list }),
-    ToolDef::typed(&c::SENSOR_READ, &Typed { run: sensor_read }),
-    ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
-    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
+    ToolDef::typed(&c::SENSOR_LIST, &Typed { run: sensor_list }).needs(Need::Board(Part::Sensors)),
+    ToolDef::typed(&c::SENSOR_READ, &Typed { run: sensor_read }).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_HISTORY, sensor_history).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv).needs(Need::Board(Part::Sensors)),
 ];
 
 fn sensor_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
@@ -84,35 +85,23 @@ impl ToolArgs for Read {
     }
 }
 
-/// Reads a declared sensor and logs the reading. Used by `sensor_read` (whose pipeline has
-/// judged the same accesses already) and the sampler, which calls no tool: here the board
-/// policy and the gateway's read-only switch judge what the driver will write, so a sampled
-/// sensor on a read-only board is refused like a `sensor_read` and never written to.
-pub fn read_and_log(rt: &dyn Services, name: &str) -> Result<Value, ReadFailure> {
-    for a in sensor_access(rt.board().def(), name) {
-        if rt.config().policy.read_only && a.writes() {
-            return Err(ReadFailure::Refused(
-                "read_only: the gateway is in read-only mode and reading this sensor writes \
-                 to it"
-                    .into(),
-            ));
-        }
-        rt.board()
-            .check(&a)
-            .map_err(|r| ReadFailure::Refused(r.to_string()))?;
-    }
-    let hw = rt.board().hardware().map_err(ReadFailure::Board)?;
+/// Reads a declared sensor, logs the reading and runs its watches (their actions one level
+/// deeper in the pipeline than this call): `sensor_read`'s body. It judges nothing: the
+/// pipeline has judged what the call touches (`read_access`) before it runs, whoever called,
+/// the background sampler included (`sample_due_each` calls `sensor_read` as `Via::Sampler`).
+pub fn read_and_log(cx: &Cx<'_>, name: &str) -> Result<Value, ReadFailure> {
+    let hw = cx.board().hardware().map_err(ReadFailure::Board)?;
     let qs = hw.sensor_read(name).map_err(ReadFailure::Hw)?;
     let at = crate::store::now_rfc3339();
     let rows: Vec<(&str, f64, &str)> = qs.iter().map(|q| (q.name, q.value, q.unit)).collect();
-    rt.store()
+    cx.store()
         .and_then(|s| s.log_reading(name, &at, &rows))
         .map_err(ReadFailure::Store)?;
     let values: Vec<(String, f64, String)> = qs
         .iter()
         .map(|q| (q.name.to_string(), q.value, q.unit.to_string()))
         .collect();
-    let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now())
+    let fired = crate::watch::evaluate(cx, name, &values, chrono::Utc::now())
         .map_err(ReadFailure::Store)?;
     let driver = hw.device(name).ok().map(|d| d.driver);
     Ok(json!({
@@ -136,17 +125,13 @@ pub enum ReadFailure {
     Hw(covo_hal_tools::hw::HwError),
     /// The reading could not be logged.
     Store(crate::store::StoreError),
-    /// The board policy or the read-only switch refused the reading (rule: detail).
-    Refused(String),
 }
 
 fn sensor_read(cx: &Cx<'_>, Read { sensor: name, .. }: Read) -> Result<Value, CallError> {
-    read_and_log(cx.pipeline(), &name).map_err(|f| match f {
+    read_and_log(cx, &name).map_err(|f| match f {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
         ReadFailure::Hw(e) => hwargs::fail(cx, e),
         ReadFailure::Store(e) => e.into(),
-        // The pipeline judged these accesses before the executor ran.
-        ReadFailure::Refused(e) => cx.fail(e),
     })
 }
 
@@ -311,6 +296,9 @@ fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     }))
 }
 
+/// The sampler's session id and channel in the audit log.
+pub const SAMPLER_SESSION: &str = "sampler";
+
 /// How often a watched sensor without its own interval is sampled.
 pub const WATCH_SAMPLE_SECS: u64 = 60;
 
@@ -362,6 +350,7 @@ pub fn sample_due_each(
         .map(|ws| ws.into_iter().map(|w| w.sensor).collect())
         .unwrap_or_default();
     let now = std::time::Instant::now();
+    let session = Session::new(SAMPLER_SESSION, SAMPLER_SESSION);
     for d in &rt.board().def().device {
         if !d.driver.is_sensor() {
             continue;
@@ -383,7 +372,17 @@ pub fn sample_due_each(
             continue;
         }
         last.insert(d.name.clone(), now);
-        let r = read_and_log(rt, &d.name).map_err(|e| format!("{e:?}"));
+        // Through the pipeline, like any call: the board policy, `[policy] read_only` and the
+        // audit log apply here once, as they do to `sensor_read` from anywhere else.
+        let r = rt
+            .dispatch(
+                &session,
+                Via::Sampler,
+                c::SENSOR_READ.name,
+                Args::Json(json!({ "sensor": d.name })),
+                0,
+            )
+            .map_err(|e| e.to_string());
         each(&d.name, r);
     }
 }

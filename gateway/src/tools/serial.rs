@@ -4,7 +4,7 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::serial as c;
 use covo_hal_tools::backend;
 use covo_hal_tools::hw::read_until;
@@ -15,15 +15,16 @@ use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::SERIAL_LIST, &Typed { run: serial_list }),
-    ToolDef::typed(&c::SERIAL_WRITE, &Typed { run: serial_write }),
-    ToolDef::typed(&c::SERIAL_READ, &Typed { run: serial_read }),
+    ToolDef::typed(&c::SERIAL_LIST, &Typed { run: serial_list }).needs(Need::Board(Part::Serial)),
+    ToolDef::typed(&c::SERIAL_WRITE, &Typed { run: serial_write }).needs(Need::Board(Part::Serial)),
+    ToolDef::typed(&c::SERIAL_READ, &Typed { run: serial_read }).needs(Need::Board(Part::Serial)),
     ToolDef::typed(
         &c::SERIAL_REQUEST,
         &Typed {
             run: serial_request,
         },
-    ),
+    )
+    .needs(Need::Board(Part::Serial)),
 ];
 
 /// The most bytes one read returns.

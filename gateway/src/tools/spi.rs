@@ -4,15 +4,15 @@ use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
 use covo_core::catalog::spi as c;
 use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::typed(&c::SPI_TRANSFER, &Typed { run: spi_transfer }),
-    ToolDef::typed(&c::SPI_WRITE, &Typed { run: spi_write }),
+    ToolDef::typed(&c::SPI_TRANSFER, &Typed { run: spi_transfer }).needs(Need::Board(Part::Spi)),
+    ToolDef::typed(&c::SPI_WRITE, &Typed { run: spi_write }).needs(Need::Board(Part::Spi)),
 ];
 
 /// Bytes for one declared SPI device: the bus and chip-select are resolved against the board

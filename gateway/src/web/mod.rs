@@ -70,6 +70,13 @@ pub const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(250);
 /// Tool results shown in a chat are cut at this many bytes.
 const SHOWN_RESULT_BYTES: usize = 2048;
 
+/// The tools the board's controls call ([`actuate`]): after a chat's call of one, the page
+/// reads the board back (the `changes_board` flag of a chat result).
+static CONTROL_TOOLS: [&covo_core::spec::ToolSpec; 2] = [
+    &covo_core::catalog::gpio::GPIO_WRITE,
+    &covo_core::catalog::gpio::PWM_SET,
+];
+
 const TOKEN_COOKIE: &str = "covo_token";
 const SID_COOKIE: &str = "covo_sid";
 
@@ -695,6 +702,9 @@ impl Observer for ChatEvents {
             }
             json!({"kind": "result", "tool": call.name, "ok": true, "result": shown})
         };
+        // The page reads the board back after a call of a control's tool (`actuate`'s).
+        let mut body = body;
+        body["changes_board"] = json!(CONTROL_TOOLS.iter().any(|t| t.name == call.name));
         emit(&self.events, "chat", Some(&self.sid), body);
     }
 

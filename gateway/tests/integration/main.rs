@@ -23,6 +23,7 @@ mod link_bounds;
 mod mcp_client;
 #[cfg(feature = "mcp")]
 mod mcp_server;
+mod name_literals;
 mod patch;
 mod peer_protocol_doc;
 mod pipeline;
@@ -31,6 +32,7 @@ mod presence;
 mod qemu;
 mod retention;
 mod run;
+mod sampler;
 mod sd_notify;
 mod secrets;
 mod shell;

@@ -383,8 +383,14 @@ fn number() -> impl Strategy<Value = Value> {
 
 fn freq() -> impl Strategy<Value = Option<Value>> {
     prop::option::of(prop_oneof![
-        Just(json!(1000)), Just(json!(25000)), Just(json!(5)), Just(json!(0)), Just(json!(-10)),
-        Just(json!(40000.5)), Just(json!(1e12)), (10.0f64..50000.0).prop_map(Value::from),
+        Just(json!(1000)),
+        Just(json!(25000)),
+        Just(json!(5)),
+        Just(json!(0)),
+        Just(json!(-10)),
+        Just(json!(40000.5)),
+        Just(json!(1e12)),
+        (10.0f64..50000.0).prop_map(Value::from),
     ])
 }
 
@@ -396,7 +402,11 @@ fn port() -> impl Strategy<Value = Value> {
 }
 
 fn text() -> impl Strategy<Value = Value> {
-    prop_oneof![Just(json!("AT")), "[ -~]{0,12}".prop_map(Value::from), Just(json!("line\n"))]
+    prop_oneof![
+        Just(json!("AT")),
+        "[ -~]{0,12}".prop_map(Value::from),
+        Just(json!("line\n"))
+    ]
 }
 
 /// Inserts optional keys.
@@ -499,9 +509,12 @@ fn property(
     let worlds = [world(0), world(1), world(2)];
     for w in &worlds {
         // Connect the microcontroller once, before timing anything.
-        let _ = w
-            .rt
-            .call(&Session::new("typed", "cli"), Via::Direct, "mcu_info", json!({}));
+        let _ = w.rt.call(
+            &Session::new("typed", "cli"),
+            Via::Direct,
+            "mcu_info",
+            json!({}),
+        );
     }
     let mut runner = TestRunner::new(PropConfig {
         cases,
@@ -518,7 +531,9 @@ fn property(
             let r = run(w, &c);
             let after = seen(w, since);
             let judged = w.judged.0.lock().unwrap().take();
-            stats.borrow_mut().count(&before, &after, judged.is_some(), r.is_ok());
+            stats
+                .borrow_mut()
+                .count(&before, &after, judged.is_some(), r.is_ok());
             check(c.tool, judged.as_deref(), r.is_ok(), &before, &after).map_err(|e| {
                 TestCaseError::fail(format!("{e}\n  call: {} {} -> {r:?}", c.tool, c.args))
             })
@@ -529,8 +544,14 @@ fn property(
     // The generator reaches every bus with calls that pass, and calls that are refused: a
     // property over calls that all fail to parse would prove nothing.
     let fraction = |n: u32| f64::from(n) / f64::from(st.calls.max(1));
-    assert!(fraction(st.passed) > 0.2, "too few calls passed the policy: {st:?}");
-    assert!(fraction(st.refused) > 0.05, "too few calls were refused: {st:?}");
+    assert!(
+        fraction(st.passed) > 0.2,
+        "too few calls passed the policy: {st:?}"
+    );
+    assert!(
+        fraction(st.refused) > 0.05,
+        "too few calls were refused: {st:?}"
+    );
     assert!(
         st.i2c_writes > 0 && st.spi > 0 && st.gpio > 0 && st.pwm > 0 && st.serial > 0 && st.mcu > 0,
         "some bus was never reached: {st:?}"
