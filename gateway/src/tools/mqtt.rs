@@ -4,7 +4,7 @@ use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::ToolDef;
 use covo_core::catalog::mqtt as c;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
