@@ -46,6 +46,30 @@ fn normal_deps(package: &str) -> BTreeSet<String> {
     names(package, &["-e", "normal"])
 }
 
+/// The features of crate `dep` enabled in `package`'s normal build (default features on).
+fn features_of(package: &str, dep: &str) -> BTreeSet<String> {
+    let lines = tree(package, &["-e", "normal"], "{p}|{f}");
+    let mut found = None;
+    for l in &lines {
+        let Some((p, f)) = l.split_once('|') else {
+            continue;
+        };
+        if p.split_whitespace().next() != Some(dep) {
+            continue;
+        }
+        // A crate printed again is marked " (*)"; its features are the same.
+        let f: BTreeSet<String> = f
+            .trim_end_matches(" (*)")
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect();
+        found = Some(found.map_or(f.clone(), |g: BTreeSet<String>| &g | &f));
+    }
+    found.unwrap_or_else(|| panic!("{dep} is not in {package}'s tree: {lines:?}"))
+}
+
 fn assert_none(package: &str, deps: &BTreeSet<String>, forbidden: &[&str], why: &str) {
     let found: Vec<&String> = deps
         .iter()
@@ -130,6 +154,28 @@ fn the_peer_is_where_the_backends_live() {
     ] {
         assert!(deps.contains(d), "covo-peer should link {d}");
     }
+}
+
+#[test]
+fn the_peer_links_none_of_the_gateways_channels() {
+    let deps = normal_deps("covo-peer");
+    assert_none(
+        "covo-peer",
+        &deps,
+        &["rmcp", "axum", "axum-core", "process-wrap"],
+        "the peer runs no MCP server or client and no web dashboard: covo-gateway goes in \
+         with default-features = false",
+    );
+    let features = features_of("covo-peer", "covo-gateway");
+    let channels: Vec<&String> = features
+        .iter()
+        .filter(|f| ["default", "mcp", "telegram", "web"].contains(&f.as_str()))
+        .collect();
+    assert!(
+        channels.is_empty(),
+        "covo-peer enables covo-gateway's {channels:?} (all: {features:?}): the peer runs none \
+         of the gateway's channels"
+    );
 }
 
 #[test]
