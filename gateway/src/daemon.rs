@@ -32,7 +32,7 @@ use crate::link::{Message, PeerLink};
 use crate::llm::{ChatModel, ToolCall};
 use crate::runtime::Runtime;
 use covo_hal_tools::driver::Driver;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use crate::exec::Cx;
 use crate::secrets::{http_error, redact_url};
 use crate::spec::{AvailCx, Availability, ToolDef};
 use covo_core::catalog::messaging as c;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -5,7 +5,7 @@ use crate::exec::Cx;
 use crate::spec::{Need, ToolDef};
 use covo_core::catalog::mqtt as c;
 use covo_hal_tools::driver::HaComponent;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
