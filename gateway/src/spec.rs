@@ -137,12 +137,15 @@ pub struct Typed<A> {
     pub run: fn(&Cx<'_>, A) -> Result<Value, CallError>,
 }
 
+/// An executor bound to its parsed arguments, run once.
+type BoundRun = Box<dyn FnOnce(&Cx<'_>) -> Result<Value, CallError> + Send>;
+
 /// A call whose arguments are parsed: what it touches, and the executor holding the parsed
 /// value, ready to run once the policy has judged `access`.
 pub struct Prepared {
     /// What the call touches on the board (`ToolArgs::access` of the parsed value).
     pub access: Vec<Access>,
-    run: Box<dyn FnOnce(&Cx<'_>) -> Result<Value, CallError> + Send>,
+    run: BoundRun,
 }
 
 impl Prepared {
