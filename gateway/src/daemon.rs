@@ -31,7 +31,7 @@ use crate::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult};
 use crate::link::{Message, PeerLink};
 use crate::llm::{ChatModel, ToolCall};
 use crate::runtime::Runtime;
-use covo_hal_tools::driver::Driver;
+use covo_board::driver::Driver;
 use covo_wire::mqtt::QoS;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

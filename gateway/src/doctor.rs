@@ -8,9 +8,9 @@
 
 use crate::config::Config;
 use crate::llm::{ChatModel, ChatRequest, Message};
-use covo_hal_tools::board::{BoardDef, DeviceDef};
+use covo_board::board::{BoardDef, DeviceDef};
+use covo_board::driver::{Key, Probe};
 use covo_hal_tools::bus::{BusError, I2cBus};
-use covo_hal_tools::driver::{Key, Probe};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -744,7 +744,7 @@ fn free_bytes(path: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use covo_hal_tools::driver::Driver;
+    use covo_board::driver::Driver;
 
     #[test]
     fn dtparams_read_lists_comments_and_defaults() {

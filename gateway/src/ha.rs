@@ -5,8 +5,8 @@
 //! Config topics: `homeassistant/<component>/covo_<G>/<device>[_<quantity>]/config`.
 //! Availability follows the gateway status topic (`{"status":"online"|"offline"}`).
 
-use covo_hal_tools::board::{BoardDef, DeviceDef};
-use covo_hal_tools::driver::HaComponent;
+use covo_board::board::{BoardDef, DeviceDef};
+use covo_board::driver::HaComponent;
 use serde_json::{json, Value};
 
 /// The discovery prefix Home Assistant listens on.
@@ -241,7 +241,7 @@ mod tests {
         // An SCD4x named after its main quantity: "co2", not "co2 co2".
         let mut co2 = climate.clone();
         co2.name = "co2".into();
-        co2.driver = covo_hal_tools::driver::Driver::Scd4x;
+        co2.driver = covo_board::driver::Driver::Scd4x;
         board.device.push(co2.clone());
         let names: Vec<Value> = configs_for(&t, &board, &co2, None)
             .into_iter()

@@ -7,10 +7,10 @@
 //! pipeline's `policy::BoardPolicyCheck`).
 
 use crate::error::ToolError;
-use covo_hal_tools::board::{BoardDef, BoardError};
-use covo_hal_tools::driver::Driver;
+use covo_board::board::{BoardDef, BoardError};
+use covo_board::driver::Driver;
+use covo_board::policy::{BoardPolicy, Refusal};
 use covo_hal_tools::hw::{Hardware, HwError};
-use covo_hal_tools::policy::{BoardPolicy, Refusal};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -177,14 +177,20 @@ impl Part {
     }
 }
 
+/// A name the board does not have (a device, pin, bus or port a call gives), as the error the
+/// model sees: what the board declares instead, and where to look.
+pub fn not_found(tool: &str, message: String) -> ToolError {
+    ToolError::Failed {
+        tool: tool.into(),
+        message,
+        hint: Some("board_info and device_list show what this board has".into()),
+    }
+}
+
 /// Maps a hardware error to what the model sees.
 pub fn tool_error(tool: &str, e: HwError) -> ToolError {
     match e {
-        HwError::NotFound(m) => ToolError::Failed {
-            tool: tool.into(),
-            message: m,
-            hint: Some("board_info and device_list show what this board has".into()),
-        },
+        HwError::NotFound(m) => not_found(tool, m),
         HwError::Line(b) => ToolError::Failed {
             tool: tool.into(),
             message: b.to_string(),

@@ -102,7 +102,7 @@ pub enum BuildError {
     Toolset(#[from] ToolsetError),
     /// The board definition does not load.
     #[error(transparent)]
-    Board(#[from] covo_hal_tools::board::BoardError),
+    Board(#[from] covo_board::board::BoardError),
 }
 
 /// The assembled tool runtime.

@@ -13,11 +13,11 @@ use crate::config::Config;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 pub use crate::hardware::Part;
-use crate::hardware::{tool_error, Access, Board};
+use crate::hardware::{not_found, Access, Board};
+use covo_board::board::BoardDef;
+use covo_board::resolve::ResolveError;
+use covo_board::values::{self, ValueError};
 pub use covo_core::spec::{Availability, Effect, Profiles, Runs, ToolSpec};
-use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::hw::HwError;
-use covo_hal_tools::values::{self, ValueError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -112,8 +112,10 @@ impl Parse<'_> {
     }
 
     /// A name the board does not resolve, as the error the model sees.
-    pub fn hw(&self, e: HwError) -> ToolError {
-        tool_error(self.tool, e)
+    pub fn hw(&self, e: ResolveError) -> ToolError {
+        match e {
+            ResolveError::NotFound(m) => not_found(self.tool, m),
+        }
     }
 
     /// The whole arguments object as a serde type (for tools whose arguments are plain data);

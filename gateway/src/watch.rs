@@ -16,7 +16,7 @@ use crate::policy::Via;
 pub use crate::store::{Op, Rule};
 use crate::store::{Store, StoreError, Watch};
 use chrono::{DateTime, Utc};
-use covo_hal_tools::driver::Driver;
+use covo_board::driver::Driver;
 use covo_mcu_protocol::{Event, EventMask};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

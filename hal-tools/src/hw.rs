@@ -6,6 +6,7 @@ use crate::backend::{SerialIo, SpiDev};
 use crate::board::{BoardDef, DeviceDef, SerialDef};
 use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
 use crate::driver::Driver;
+use crate::resolve::ResolveError;
 use crate::sensors::{self, Quantity};
 use crate::sim::SimBoard;
 use crate::values::PinRef;
@@ -61,6 +62,15 @@ pub enum HwError {
     /// The board could not be opened.
     #[error("cannot open the board: {0}")]
     Open(String),
+}
+
+/// A name the board definition does not resolve is a `NotFound` like any other.
+impl From<ResolveError> for HwError {
+    fn from(e: ResolveError) -> Self {
+        match e {
+            ResolveError::NotFound(m) => HwError::NotFound(m),
+        }
+    }
 }
 
 /// One board, opened.
@@ -272,7 +282,7 @@ impl Hardware {
 
     /// The bus a call names, else the board's first (`BoardDef::resolve_i2c_bus`).
     pub fn bus_or_default(&self, bus: Option<u8>) -> Result<u8, HwError> {
-        self.def.resolve_i2c_bus(bus)
+        Ok(self.def.resolve_i2c_bus(bus)?)
     }
 
     fn lock_bus(&self, bus: u8) -> Result<MutexGuard<'_, DynI2c>, HwError> {
@@ -343,7 +353,7 @@ impl Hardware {
 
     /// The declared device called `name` (`BoardDef::find_device`).
     pub fn device(&self, name: &str) -> Result<&DeviceDef, HwError> {
-        self.def.find_device(name)
+        Ok(self.def.find_device(name)?)
     }
 
     /// Reads a declared I2C sensor through its crates.io driver, holding the bus throughout.
@@ -408,12 +418,12 @@ impl Hardware {
 
     /// A pin argument as a BCM number (`BoardDef::resolve_pin`).
     pub fn resolve_pin(&self, p: &PinRef) -> Result<u32, HwError> {
-        self.def.resolve_pin(p)
+        Ok(self.def.resolve_pin(p)?)
     }
 
     /// A PWM channel argument (`BoardDef::resolve_channel`).
     pub fn resolve_channel(&self, p: &PinRef) -> Result<u32, HwError> {
-        self.def.resolve_channel(p)
+        Ok(self.def.resolve_channel(p)?)
     }
 
     /// The line covo holds for `pin`, requested on first use.
@@ -594,7 +604,7 @@ impl Hardware {
 
     /// The declared serial port with this name or path (`BoardDef::resolve_serial`).
     pub fn serial_def(&self, port: &str) -> Result<&SerialDef, HwError> {
-        self.def.resolve_serial(port)
+        Ok(self.def.resolve_serial(port)?)
     }
 
     /// Opens a declared serial port, found by USB ids when it declares them (device paths get
@@ -657,7 +667,7 @@ impl Hardware {
 
     /// The MCU device a call means: the named one, or the only one (`BoardDef::resolve_mcu`).
     pub fn mcu_name(&self, name: Option<&str>) -> Result<String, HwError> {
-        self.def.resolve_mcu(name).map(|d| d.name.clone())
+        Ok(self.def.resolve_mcu(name).map(|d| d.name.clone())?)
     }
 
     /// Runs `f` on the link to MCU `name`, connecting (with a handshake) on first use.

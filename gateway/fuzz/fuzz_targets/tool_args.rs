@@ -4,14 +4,14 @@
 //! (`schema::Validators`), its typed arguments (`ToolDef::prepare`, which parses addresses, byte
 //! strings, pins and channels once and resolves them against the board) whose accesses are
 //! judged by `Board::check` on a permissive and a read-only board, and the value parsers
-//! (`covo_hal_tools::values`). Nothing may panic, whatever the arguments.
+//! (`covo_board::values`). Nothing may panic, whatever the arguments.
 #![no_main]
 
 use covo::hardware::Board;
 use covo::schema::Validators;
 use covo::spec::ToolDef;
-use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::values;
+use covo_board::board::BoardDef;
+use covo_board::values;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::LazyLock;

@@ -472,7 +472,7 @@ fn read(rt: &Runtime, res: &Res, uri: &str) -> Result<ResourceContents, String> 
         Res::Board => {
             let def = rt.board().def();
             let text = if def.source.as_os_str().is_empty() {
-                covo_hal_tools::board::SIM_TOML.to_string()
+                covo_board::board::SIM_TOML.to_string()
             } else {
                 std::fs::read_to_string(&def.source)
                     .map_err(|e| format!("cannot read {}: {e}", def.source.display()))?

@@ -5,8 +5,8 @@ use crate::exec::Cx;
 use crate::spec::ToolDef;
 use crate::store::NewWatch;
 use crate::watch::{Op, Rule};
+use covo_board::driver::Driver;
 use covo_core::catalog::automation as c;
-use covo_hal_tools::driver::Driver;
 use serde_json::{json, Value};
 
 /// The tools of this family.

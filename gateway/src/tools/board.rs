@@ -3,9 +3,9 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::ToolDef;
+use covo_board::driver::Driver;
+use covo_board::values;
 use covo_core::catalog::board as c;
-use covo_hal_tools::driver::Driver;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.
@@ -42,7 +42,7 @@ fn board_info(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
             })).collect::<Vec<_>>(),
             "outputs": d.device.iter().filter(|x| x.driver == Driver::GpioOut).filter_map(|x| x.pin).chain(pol.outputs.iter().copied()).collect::<Vec<_>>(),
             "pwm": pol.pwm.iter().map(|l| json!({"channel": l.channel, "min_hz": l.min_hz, "max_hz": l.max_hz, "max_duty": l.max_duty})).collect::<Vec<_>>(),
-            "max_transfer": pol.max_transfer.unwrap_or(covo_hal_tools::policy::DEFAULT_MAX_TRANSFER),
+            "max_transfer": pol.max_transfer.unwrap_or(covo_board::policy::DEFAULT_MAX_TRANSFER),
             "reserved_i2c": "0x00-0x07, 0x78-0x7f",
         },
     }))

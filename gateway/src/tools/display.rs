@@ -28,7 +28,7 @@ impl Draw {
     fn parse(p: &Parse<'_>, lines: Vec<String>) -> Result<Self, ToolError> {
         let d = p.board.default_display().map_err(|e| p.hw(e))?;
         let address = d.address.ok_or_else(|| {
-            p.hw(covo_hal_tools::hw::HwError::NotFound(format!(
+            p.hw(covo_board::resolve::ResolveError::NotFound(format!(
                 "display '{}' declares no I2C address",
                 d.name
             )))
@@ -51,7 +51,7 @@ impl ToolArgs for Draw {
                         .map(|l| l.as_str().map(str::to_string))
                         .collect::<Option<Vec<_>>>()
                 })
-                .ok_or_else(|| covo_hal_tools::values::ValueError {
+                .ok_or_else(|| covo_board::values::ValueError {
                     field: format!("/{k}"),
                     problem: "must be an array of strings".into(),
                 })

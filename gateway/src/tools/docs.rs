@@ -43,9 +43,9 @@ static OTHER_PAGES: &[(&str, &str)] = &[
 ];
 
 /// The bundled pages, by id: each driver's page from its entry in the driver table
-/// (`covo_hal_tools::driver::Driver::docs`), then the boards and bus basics.
+/// (`covo_board::driver::Driver::docs`), then the boards and bus basics.
 pub fn bundled() -> Vec<(&'static str, &'static str)> {
-    covo_hal_tools::driver::Driver::doc_pages()
+    covo_board::driver::Driver::doc_pages()
         .into_iter()
         .map(|p| (p.id, p.text))
         .chain(OTHER_PAGES.iter().copied())

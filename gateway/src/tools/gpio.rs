@@ -5,9 +5,9 @@ use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
 use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::values;
 use covo_core::catalog::gpio as c;
 use covo_hal_tools::bus::Edge;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -5,9 +5,9 @@ use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
 use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::values;
 use covo_core::catalog::i2c as c;
 use covo_hal_tools::hw::Hardware;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.

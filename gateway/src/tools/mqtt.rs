@@ -3,8 +3,8 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::{Need, ToolDef};
+use covo_board::driver::HaComponent;
 use covo_core::catalog::mqtt as c;
-use covo_hal_tools::driver::HaComponent;
 use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -6,9 +6,9 @@ use crate::exec::{Args, Cx, Services, Session};
 use crate::hardware::Access;
 use crate::policy::Via;
 use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::board::BoardDef;
+use covo_board::values;
 use covo_core::catalog::sensors as c;
-use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

@@ -5,8 +5,8 @@ use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
 use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::values;
 use covo_core::catalog::spi as c;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.

@@ -37,7 +37,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
-use covo_hal_tools::driver::Kind;
+use covo_board::driver::Kind;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -940,7 +940,7 @@ async fn history(
 
 fn device_json(
     hw: Option<&covo_hal_tools::hw::Hardware>,
-    d: &covo_hal_tools::board::DeviceDef,
+    d: &covo_board::board::DeviceDef,
 ) -> Value {
     let kind = match d.driver.kind() {
         Kind::GpioOut => "switch",

@@ -1,13 +1,13 @@
-//! A driver's facts live in its entry of `covo_hal_tools::driver::Driver` (ARCHITECTURE.md,
-//! "Invariants"). This test reads the gateway's and hal-tools' sources and fails where code
-//! names a driver by its string instead: a comparison of a `driver` with a string literal,
+//! A driver's facts live in its entry of `covo_board::driver::Driver` (ARCHITECTURE.md,
+//! "Invariants"). This test reads the gateway's, the board crate's and hal-tools' sources and
+//! fails where code names a driver by its string instead: a comparison of a `driver` with a string literal,
 //! `driver.as_str()` (what a string `match` on a driver needs), a driver's name as a string
 //! literal (`"ssd1306"`, `"gpio_out"`), or "is a sensor" spelled as empty quantities.
 //!
-//! Left out: the table itself (`hal-tools/src/driver.rs`), comments, and test modules
+//! Left out: the table itself (`board/src/driver.rs`), comments, and test modules
 //! (`#[cfg(test)] mod …`), which may spell board files and expected output.
 
-use covo_hal_tools::driver::Driver;
+use covo_board::driver::Driver;
 use std::path::{Path, PathBuf};
 
 /// Driver names that are also other things' names (the `pwm`, `serial` and `mcu` toolsets, the
@@ -118,13 +118,17 @@ fn no_driver_is_named_by_its_string_outside_its_table_entry() {
         .join("..")
         .canonicalize()
         .unwrap();
-    let roots = [root.join("gateway/src"), root.join("hal-tools/src")];
-    let table = Path::new("hal-tools/src/driver.rs");
+    let roots = [
+        root.join("gateway/src"),
+        root.join("board/src"),
+        root.join("hal-tools/src"),
+    ];
+    let table = Path::new("board/src/driver.rs");
     assert!(root.join(table).is_file(), "the driver table moved");
     let found = violations(&roots, table);
     assert!(
         found.is_empty(),
-        "drivers named by their strings outside their table entry (hal-tools/src/driver.rs): \
+        "drivers named by their strings outside their table entry (board/src/driver.rs): \
          compare `Driver` variants or ask the entry (`is_sensor()`, `kind()`, `quantities()`, \
          `footprint()`, `probe()`, `docs()`):\n{}",
         found.join("\n")

@@ -7,7 +7,7 @@ use covo::exec::Session;
 use covo::hardware::Board;
 use covo::runtime::{AutoApprove, Runtime, Via};
 use covo::store::Store;
-use covo_hal_tools::board::BoardDef;
+use covo_board::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::sim::{Fault, SimBoard};
 use serde_json::{json, Value};

@@ -508,7 +508,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     use covo::config::{Config, MqttConfig};
     use covo::hardware::Board;
     use covo::runtime::Runtime;
-    use covo_hal_tools::board::BoardDef;
+    use covo_board::board::BoardDef;
     use covo_hal_tools::hw::Hardware;
     use covo_hal_tools::sim::SimBoard;
     use std::collections::HashMap;

@@ -15,7 +15,7 @@ use covo::hooks::{Hook, HookCx};
 use covo::policy::ToolInvocation;
 use covo::runtime::{AutoApprove, Runtime, Via};
 use covo::store::Store;
-use covo_hal_tools::board::{BoardDef, I2cWriteAllow, SpiDef};
+use covo_board::board::{BoardDef, I2cWriteAllow, SpiDef};
 use covo_hal_tools::bus::Pwm;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::sim::{SimBoard, SpiTransfer, Transfer, LOOPBACK_PATH};

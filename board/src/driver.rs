@@ -10,8 +10,8 @@
 //! compares variants (`d.driver == Driver::Mcu`), never a string.
 //!
 //! Adding an I2C sensor driver: a variant in `drivers!` below with its entry in `info`, its
-//! `read_*` function and dispatch arm in `sensors.rs` (the match is exhaustive, so the compiler
-//! asks for it), and its page in `docs/hardware/`.
+//! `read_*` function and dispatch arm in `hal-tools/src/sensors.rs` (the match is exhaustive,
+//! so the compiler asks for it), and its page in `docs/hardware/`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -67,7 +67,7 @@ drivers! {
 /// What kind of device a driver drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// An I2C sensor read through `sensors::read`.
+    /// An I2C sensor read through `covo_hal_tools::sensors::read`.
     Sensor,
     /// A display.
     Display,
