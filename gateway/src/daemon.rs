@@ -483,7 +483,7 @@ pub async fn serve_with(
                             let mut out = Vec::new();
                             // Each sample reaches the tap as soon as it is taken, before the
                             // next sensor is read.
-                            crate::tools::sensors::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
+                            crate::tools::readings::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
                                 if let (Some(tap), Ok(v)) = (&tap, &r) {
                                     // No listener is no error.
                                     let _ = tap.send((name.to_string(), v.clone()));

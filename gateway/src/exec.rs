@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::error::{CallError, ToolError};
-use crate::hardware::Board;
+use crate::hardware::{Board, Hardware};
 use crate::link::PeerLink;
 use crate::policy::{Approver, Via};
 use crate::store::{Store, StoreError};
@@ -14,7 +14,6 @@ use covo_core::plan::{Plan, Selection};
 use covo_core::profile::Owned;
 use covo_core::spec::{Availability, ToolSpec};
 use covo_core::toolset::ToolsetError;
-use covo_hal_tools::hw::Hardware;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;

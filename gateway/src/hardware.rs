@@ -5,14 +5,30 @@
 //! has an access function beside its executor (`tools/`) that says which [`Access`]es a call
 //! makes, and [`Board::check`] judges each against the board's allowlists and limits (the
 //! pipeline's `policy::BoardPolicyCheck`).
+//!
+//! The definition, the policy and [`Access`] need no HAL (`covo-board`). Opening the hardware
+//! does (`covo-hal-tools`, cargo feature `hal`); a build without it has a [`Hardware`] type
+//! that no value inhabits, so [`Board::hardware`] always answers [`NO_HARDWARE`] and the code
+//! that reads the board back (the dashboard, the switch states, `device_list`) compiles
+//! unchanged and never runs.
 
 use crate::error::ToolError;
 use covo_board::board::{BoardDef, BoardError};
 use covo_board::driver::Driver;
 use covo_board::policy::{BoardPolicy, Refusal};
-use covo_hal_tools::hw::{Hardware, HwError};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
+
+#[cfg(feature = "hal")]
+pub use covo_hal_tools::hw::Hardware;
+
+#[cfg(not(feature = "hal"))]
+pub use no_hal::Hardware;
+
+/// Why a build without the `hal` feature opens nothing: what its hardware tools and
+/// [`Board::hardware`] answer.
+pub const NO_HARDWARE: &str =
+    "this build of covo has no hardware support (it was built without the `hal` feature)";
 
 /// A board definition with its policy, and its hardware once opened.
 pub struct Board {
@@ -59,20 +75,7 @@ impl Board {
 
     /// The hardware, opened on first use. An open failure is remembered and reported each time.
     pub fn hardware(&self) -> Result<Arc<Hardware>, String> {
-        self.hw
-            .get_or_init(|| {
-                let hw = Hardware::open(self.def.clone()).map_err(|e| e.to_string())?;
-                // Benchmarks of a whole `covo` process (tests/bench/mcp.sh) measure dispatch
-                // without device time, as the in-process benches do: the sim's devices convert
-                // at once, so its drivers may skip their waits. Never on real hardware.
-                if self.def.board.backend == "sim"
-                    && std::env::var_os("COVO_SIM_NO_DELAYS").is_some_and(|v| v == "1")
-                {
-                    hw.skip_driver_delays(true);
-                }
-                Ok(Arc::new(hw))
-            })
-            .clone()
+        self.hw.get_or_init(|| open(&self.def)).clone()
     }
 
     /// The hardware if it has been opened (and opened well); never opens it.
@@ -84,6 +87,9 @@ impl Board {
     /// nothing of its kind, or (on a Linux board, whose hardware this opens) none of it opened,
     /// with the open error as the reason.
     pub fn missing(&self, part: Part) -> Option<String> {
+        if cfg!(not(feature = "hal")) {
+            return Some(NO_HARDWARE.into());
+        }
         let d = &self.def;
         let has_driver = |f: &dyn Fn(Driver) -> bool| d.device.iter().any(|x| f(x.driver));
         let declared = match part {
@@ -177,6 +183,27 @@ impl Part {
     }
 }
 
+/// The board's hardware, opened from its definition.
+#[cfg(feature = "hal")]
+fn open(def: &BoardDef) -> Result<Arc<Hardware>, String> {
+    let hw = Hardware::open(def.clone()).map_err(|e| e.to_string())?;
+    // Benchmarks of a whole `covo` process (tests/bench/mcp.sh) measure dispatch without
+    // device time, as the in-process benches do: the sim's devices convert at once, so its
+    // drivers may skip their waits. Never on real hardware.
+    if def.board.backend == "sim"
+        && std::env::var_os("COVO_SIM_NO_DELAYS").is_some_and(|v| v == "1")
+    {
+        hw.skip_driver_delays(true);
+    }
+    Ok(Arc::new(hw))
+}
+
+/// A build without the HAL opens nothing.
+#[cfg(not(feature = "hal"))]
+fn open(_def: &BoardDef) -> Result<Arc<Hardware>, String> {
+    Err(NO_HARDWARE.into())
+}
+
 /// A name the board does not have (a device, pin, bus or port a call gives), as the error the
 /// model sees: what the board declares instead, and where to look.
 pub fn not_found(tool: &str, message: String) -> ToolError {
@@ -184,36 +211,6 @@ pub fn not_found(tool: &str, message: String) -> ToolError {
         tool: tool.into(),
         message,
         hint: Some("board_info and device_list show what this board has".into()),
-    }
-}
-
-/// Maps a hardware error to what the model sees.
-pub fn tool_error(tool: &str, e: HwError) -> ToolError {
-    match e {
-        HwError::NotFound(m) => not_found(tool, m),
-        HwError::Line(b) => ToolError::Failed {
-            tool: tool.into(),
-            message: b.to_string(),
-            hint: match b {
-                covo_hal_tools::bus::BusError::Unsupported(_) => None,
-                _ => Some(
-                    "check the pin with board_info; a line held by a kernel driver or another \
-                     program stays busy until it is released"
-                        .into(),
-                ),
-            },
-        },
-        HwError::Bus(b) => ToolError::Failed {
-            tool: tool.into(),
-            message: b.to_string(),
-            hint: Some(match b {
-                covo_hal_tools::bus::BusError::Nack(_) => {
-                    "check the address with i2c_scan, and the wiring and power".into()
-                }
-                _ => "the bus may recover; retry once, then check the wiring".into(),
-            }),
-        },
-        other => ToolError::failed(tool, other.to_string()),
     }
 }
 
@@ -413,37 +410,57 @@ impl Board {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use covo_hal_tools::bus::BusError;
+/// The hardware of a build without the HAL: a type with no values, so nothing is ever opened.
+/// It has the few methods the HAL-free modules call on an opened board ([`Board`] itself, the
+/// dashboard's and Home Assistant's states, `device_list`'s probe); each is unreachable.
+#[cfg(not(feature = "hal"))]
+mod no_hal {
+    use covo_board::board::BoardDef;
+    use std::convert::Infallible;
 
-    fn hint(e: HwError) -> Option<String> {
-        match tool_error("t", e) {
-            ToolError::Failed { hint, .. } => hint,
-            other => panic!("{other:?}"),
+    /// No hardware: no value of this type exists.
+    #[derive(Debug)]
+    pub enum Hardware {}
+
+    impl Hardware {
+        /// Never called: there is no hardware.
+        pub fn def(&self) -> &BoardDef {
+            match *self {}
         }
-    }
 
-    #[test]
-    fn gpio_errors_carry_gpio_advice_not_the_i2c_bus_hint() {
-        let busy = hint(HwError::Line(BusError::Other(
-            "GPIO5 on /dev/gpiochip0 is in use".into(),
-        )));
-        let busy = busy.unwrap();
-        assert!(!busy.contains("bus may recover"), "{busy}");
-        assert!(busy.contains("line"), "{busy}");
-        // No interrupt on the line: the message says what to do; no misleading hint.
-        assert_eq!(
-            hint(HwError::Line(BusError::Unsupported("no interrupt".into()))),
-            None
-        );
-        // Bus errors keep theirs.
-        assert!(hint(HwError::Bus(BusError::Timeout))
-            .unwrap()
-            .contains("bus may recover"));
-        assert!(hint(HwError::Bus(BusError::Nack(0x76)))
-            .unwrap()
-            .contains("i2c_scan"));
+        /// Never called: there is no hardware.
+        pub fn has_i2c_bus(&self, _bus: u8) -> bool {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn unavailable(&self, _kind: &str) -> Option<&str> {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn i2c_read(&self, _bus: u8, _address: u8, _n: usize) -> Result<Vec<u8>, Infallible> {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn gpio_read(&self, _pin: u32) -> Result<bool, Infallible> {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn gpio_output_level(&self, _pin: u32) -> Result<bool, Infallible> {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn gpio_write_count(&self) -> u64 {
+            match *self {}
+        }
+
+        /// Never called: there is no hardware.
+        pub fn pwm_get(&self, _channel: u32) -> Option<(f64, f64)> {
+            match *self {}
+        }
     }
 }

@@ -313,7 +313,9 @@ impl ToolDef {
         }
     }
 
-    /// A tool with no executor yet.
+    /// A tool with no executor (yet, or in this build): registered, listed as unavailable,
+    /// never sent to the model. `.when(why)` on it says why it is missing (a build without the
+    /// hardware, `tools/nohal.rs`); otherwise it is "not implemented".
     pub const fn missing(spec: &'static ToolSpec) -> ToolDef {
         ToolDef {
             spec,
@@ -368,7 +370,10 @@ impl ToolDef {
                 Some(Requires::When(f)) => f(cx),
             },
             Exec::Peer => Availability::no("no MQTT broker configured"),
-            Exec::Missing => Availability::no("not implemented"),
+            Exec::Missing => match self.requires {
+                Some(Requires::When(why)) => why(cx),
+                _ => Availability::no("not implemented"),
+            },
             Exec::Mcp => Availability::no("no MCP client in this runtime"),
         }
     }

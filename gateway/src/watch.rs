@@ -8,10 +8,11 @@
 //! channel as its quantity ([`McuQuantity`]); the watcher subscribes the device to exactly
 //! what its watches need, takes the events the link queued (bounded, see
 //! `covo_hal_tools::mcu::EVENT_QUEUE`) and runs [`evaluate`] on each, as a sensor reading
-//! would.
+//! would. A build without the `hal` feature opens no link, so no event arrives.
 
 use crate::error::CallError;
 use crate::exec::{Args, Cx, Services, Session, UserIo};
+use crate::hardware::Hardware;
 use crate::policy::Via;
 pub use crate::store::{Op, Rule};
 use crate::store::{Store, StoreError, Watch};
@@ -292,19 +293,7 @@ impl McuWatcher {
                     return out;
                 }
             };
-            let polled = hw.with_mcu(&name, |link| {
-                if link.subscription() != mask {
-                    link.subscribe(mask, Duration::from_secs(1))?;
-                }
-                let adc = link.info().map_or((0, 0), |i| (i.adc_bits, i.adc_vref_mv));
-                if mask == EventMask::default() {
-                    // Unsubscribed: drop what was still queued.
-                    link.poll_events(Duration::ZERO)?;
-                    return Ok((adc, Vec::new()));
-                }
-                link.poll_events(wait).map(|events| (adc, events))
-            });
-            let (adc, events) = match polled {
+            let (adc, events) = match poll(&hw, &name, mask, wait) {
                 Ok(Ok(r)) => r,
                 Ok(Err(e)) => {
                     tracing::warn!(mcu = name, error = %e, "MCU events: the link failed");
@@ -391,6 +380,46 @@ impl McuWatcher {
             }
         }
     }
+}
+
+/// What one poll of a microcontroller gave: its ADC's (bits, reference in mV) and the events
+/// its link had queued.
+type Polled = ((u8, u16), Vec<Event>);
+
+/// Subscribes MCU `name` to `mask` (when its subscription differs) and takes its queued events,
+/// waiting up to `wait`: the link's error inside, or outside why the device cannot be reached.
+#[cfg(feature = "hal")]
+fn poll(
+    hw: &Hardware,
+    name: &str,
+    mask: EventMask,
+    wait: Duration,
+) -> Result<Result<Polled, String>, String> {
+    hw.with_mcu(name, |link| {
+        if link.subscription() != mask {
+            link.subscribe(mask, Duration::from_secs(1))?;
+        }
+        let adc = link.info().map_or((0, 0), |i| (i.adc_bits, i.adc_vref_mv));
+        if mask == EventMask::default() {
+            // Unsubscribed: drop what was still queued.
+            link.poll_events(Duration::ZERO)?;
+            return Ok((adc, Vec::new()));
+        }
+        link.poll_events(wait).map(|events| (adc, events))
+    })
+    .map(|r| r.map_err(|e| e.to_string()))
+    .map_err(|e| e.to_string())
+}
+
+/// A build without the HAL has no hardware to poll (and no value of [`Hardware`]).
+#[cfg(not(feature = "hal"))]
+fn poll(
+    hw: &Hardware,
+    _name: &str,
+    _mask: EventMask,
+    _wait: Duration,
+) -> Result<Result<Polled, String>, String> {
+    match *hw {}
 }
 
 /// Keeps a [`McuWatcher::spawn`] thread running; dropping it stops the thread.

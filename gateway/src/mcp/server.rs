@@ -486,7 +486,7 @@ fn read(rt: &Runtime, res: &Res, uri: &str) -> Result<ResourceContents, String> 
                 v = latest(
                     rt,
                     s,
-                    chrono::Duration::days(crate::tools::sensors::MAX_WINDOW_DAYS),
+                    chrono::Duration::days(crate::tools::readings::MAX_WINDOW_DAYS),
                 )?;
             }
             ResourceContents::text(v.to_string(), uri).with_mime_type("application/json")

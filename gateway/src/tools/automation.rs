@@ -58,7 +58,7 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let threshold = args["threshold"].as_f64().unwrap_or_default();
     let for_secs = match args.get("for").and_then(Value::as_str) {
         None => 0,
-        Some(f) => super::sensors::window(f)
+        Some(f) => super::readings::window(f)
             .ok_or_else(|| {
                 invalid(
                     "/for",

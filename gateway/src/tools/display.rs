@@ -5,6 +5,7 @@ use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
 use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::resolve::ResolveError;
 use covo_core::catalog::display as c;
 use serde_json::{json, Value};
 
@@ -28,7 +29,7 @@ impl Draw {
     fn parse(p: &Parse<'_>, lines: Vec<String>) -> Result<Self, ToolError> {
         let d = p.board.default_display().map_err(|e| p.hw(e))?;
         let address = d.address.ok_or_else(|| {
-            p.hw(covo_board::resolve::ResolveError::NotFound(format!(
+            p.hw(ResolveError::NotFound(format!(
                 "display '{}' declares no I2C address",
                 d.name
             )))

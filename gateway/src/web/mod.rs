@@ -938,10 +938,7 @@ async fn history(
 
 // ---- board and controls ----
 
-fn device_json(
-    hw: Option<&covo_hal_tools::hw::Hardware>,
-    d: &covo_board::board::DeviceDef,
-) -> Value {
+fn device_json(hw: Option<&crate::hardware::Hardware>, d: &covo_board::board::DeviceDef) -> Value {
     let kind = match d.driver.kind() {
         Kind::GpioOut => "switch",
         Kind::Pwm => "pwm",

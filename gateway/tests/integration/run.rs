@@ -451,6 +451,7 @@ fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them()
 
 /// Checks a discovery payload against the documented MQTT discovery schema: required keys and
 /// their types, and the shared device/origin/availability blocks.
+#[cfg(feature = "hal")]
 fn check_discovery(topic: &str, v: &Value) {
     let s = |k: &str| {
         assert!(v[k].is_string(), "{topic}: '{k}' must be a string: {v}");
@@ -503,6 +504,7 @@ fn check_discovery(topic: &str, v: &Value) {
     }
 }
 
+#[cfg(feature = "hal")]
 #[test]
 fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() {
     use covo::config::{Config, MqttConfig};

@@ -50,7 +50,7 @@ fn audit(rt: &Runtime) -> Vec<(String, String, String, String, Option<String>)> 
 fn the_samplers_readings_are_audited_as_sampler_calls_of_sensor_read() {
     let (rt, sim) = runtime_with(BoardDef::sim(), Config::default());
     let mut last = HashMap::new();
-    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    let sampled = covo::tools::readings::sample_due_readings(&rt, &mut last, Some(1));
     assert_eq!(sampled.len(), 2, "{sampled:?}");
     assert!(sampled.iter().all(|(_, r)| r.is_ok()), "{sampled:?}");
     assert!(!sim.i2c_transfers().is_empty());
@@ -58,7 +58,7 @@ fn the_samplers_readings_are_audited_as_sampler_calls_of_sensor_read() {
     assert_eq!(log.len(), 2, "{log:?}");
     for ((session, via, tool, outcome, _), sensor) in log.iter().zip(["climate", "light"]) {
         assert_eq!(via, "sampler");
-        assert_eq!(session, covo::tools::sensors::SAMPLER_SESSION);
+        assert_eq!(session, covo::tools::readings::SAMPLER_SESSION);
         assert_eq!(tool, SENSOR_READ.name);
         assert_eq!(outcome, "ok", "{sensor}");
     }
@@ -82,7 +82,7 @@ fn on_a_read_only_board_the_pipeline_refuses_the_samplers_readings_and_nothing_r
     def.policy.read_only = true;
     let (rt, sim) = runtime_with(def, Config::default());
     let mut last = HashMap::new();
-    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    let sampled = covo::tools::readings::sample_due_readings(&rt, &mut last, Some(1));
     assert_eq!(sampled.len(), 2, "{sampled:?}");
     for (name, r) in &sampled {
         let e = r.as_ref().unwrap_err();
