@@ -179,6 +179,70 @@ fn the_peer_links_none_of_the_gateways_channels() {
 }
 
 #[test]
+fn the_peer_links_no_hal_drivers_or_linux_backends() {
+    let deps = normal_deps("covo-peer");
+    assert_none(
+        "covo-peer",
+        &deps,
+        &[
+            "covo-hal-tools",
+            "covo-mcu-core",
+            "embedded-hal*",
+            "linux-embedded-hal",
+            "gpiocdev*",
+            "serialport",
+            "i2cdev",
+            "spidev",
+            "bme280",
+            "bh1750",
+            "sht4x",
+            "embedded-sht3x",
+            "aht20-driver",
+            "scd4x",
+            "ads1x1x",
+            "ssd1306",
+            "embedded-graphics*",
+        ],
+        "the peer runs no hardware: covo-gateway goes in without its `hal` feature, and the \
+         pipeline's board types come from covo-board",
+    );
+    let features = features_of("covo-peer", "covo-gateway");
+    assert!(
+        !features.contains("hal"),
+        "covo-peer enables covo-gateway's `hal` feature (all: {features:?})"
+    );
+    // The board definitions the pipeline parses against are still there, without a HAL.
+    assert!(
+        deps.contains("covo-board"),
+        "covo-peer should link covo-board"
+    );
+    let board = normal_deps("covo-board");
+    assert_none(
+        "covo-board",
+        &board,
+        &[
+            "covo-hal-tools",
+            "embedded-hal*",
+            "linux-embedded-hal",
+            "gpiocdev*",
+            "serialport",
+        ],
+        "covo-board is the HAL-free half of the hardware crates",
+    );
+}
+
+#[test]
+fn the_gateway_links_the_hal_by_default() {
+    let deps = normal_deps("covo-gateway");
+    for d in ["covo-hal-tools", "covo-board", "embedded-hal", "ssd1306"] {
+        assert!(
+            deps.contains(d),
+            "covo-gateway should link {d} with its default features"
+        );
+    }
+}
+
+#[test]
 fn rumqttc_is_named_only_by_the_wire() {
     // Direct dependencies of every kind: the gateway and the peer (and their tests) drive MQTT
     // through covo-wire's types.
