@@ -131,7 +131,7 @@ echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings
 echo "== clippy (covo-peer without default features: no code graph)"
 cargo clippy -p covo-peer --no-default-features --all-targets -- -D warnings
-echo "== clippy (covo-gateway without default features: no mcp, telegram or web)"
+echo "== clippy (covo-gateway without default features: no hal, mcp, telegram or web)"
 cargo clippy -p covo-gateway --no-default-features --all-targets -- -D warnings
 disk
 echo "== firmware"

@@ -22,10 +22,13 @@ pub struct ToolsetConfig {
 /// The prefix of an external (MCP) server's basic toolset: `mcp_SERVER`.
 pub const MCP_TOOLSET_PREFIX: &str = "mcp_";
 
+/// The composite of the board's toolsets (`board`, `i2c`, … `display`).
+pub const HARDWARE: &str = "hardware";
+
 /// The built-in composite toolsets and what they include, in order.
 pub const COMPOSITES: &[(&str, &[&str])] = &[
     (
-        "hardware",
+        HARDWARE,
         &[
             "board", "i2c", "spi", "serial", "gpio", "sensors", "mcu", "display",
         ],

@@ -35,8 +35,15 @@ fn bench(c: &mut Criterion) {
         g.bench_function("driver on the sim device", |b| {
             b.iter(|| black_box(hw.sensor_read("climate").unwrap()))
         });
+        let cx = covo::exec::Cx::new(
+            &rt,
+            &s,
+            &covo_core::catalog::sensors::SENSOR_READ,
+            Via::Direct,
+            0,
+        );
         g.bench_function("tool body: driver + log + watches", |b| {
-            b.iter(|| black_box(covo::tools::sensors::read_and_log(&rt, "climate").unwrap()))
+            b.iter(|| black_box(covo::tools::sensors::read_and_log(&cx, "climate").unwrap()))
         });
         g.bench_function("full pipeline call", |b| {
             b.iter(|| {

@@ -31,7 +31,8 @@ use crate::agent::{self, scheduler, Agent, Observer, Outcome, ToolResult};
 use crate::link::{Message, PeerLink};
 use crate::llm::{ChatModel, ToolCall};
 use crate::runtime::Runtime;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_board::driver::Driver;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -482,7 +483,7 @@ pub async fn serve_with(
                             let mut out = Vec::new();
                             // Each sample reaches the tap as soon as it is taken, before the
                             // next sensor is read.
-                            crate::tools::sensors::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
+                            crate::tools::readings::sample_due_each(rt2.as_ref(), &mut last, telemetry_every, |name, r| {
                                 if let (Some(tap), Ok(v)) = (&tap, &r) {
                                     // No listener is no error.
                                     let _ = tap.send((name.to_string(), v.clone()));
@@ -578,7 +579,7 @@ fn publish_switch_states(rt: &Runtime, l: &PeerLink, switches: &Switches, force:
         .def()
         .device
         .iter()
-        .filter(|d| d.driver == "gpio_out")
+        .filter(|d| d.driver == Driver::GpioOut)
         .filter_map(|d| Some((d.name.as_str(), d.pin?)))
         .collect();
     if outputs.is_empty() {

@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::error::{CallError, ToolError};
-use crate::hardware::Board;
+use crate::hardware::{Board, Hardware};
 use crate::link::PeerLink;
 use crate::policy::{Approver, Via};
 use crate::store::{Store, StoreError};
@@ -14,7 +14,6 @@ use covo_core::plan::{Plan, Selection};
 use covo_core::profile::Owned;
 use covo_core::spec::{Availability, ToolSpec};
 use covo_core::toolset::ToolsetError;
-use covo_hal_tools::hw::Hardware;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
@@ -138,7 +137,12 @@ pub trait Services: Send + Sync {
 }
 
 /// The deepest nesting of `tool_call` inside `tool_call`.
-const MAX_DEPTH: u8 = 1;
+const TOOL_CALL_DEPTH: u8 = 1;
+
+/// The deepest re-entry of the pipeline from inside a call, however it re-enters (`tool_call`'s
+/// inner call, the action of a watch a reading fired, and that action's own readings): a call
+/// at a greater depth is refused by the pipeline before it runs.
+pub const MAX_DEPTH: u8 = 3;
 
 /// The context of one executing call.
 pub struct Cx<'a> {
@@ -252,7 +256,7 @@ impl<'a> Cx<'a> {
 
     /// Runs `name` as a nested call from `tool_call`: the full pipeline, one level deep at most.
     pub fn nested_call(&self, name: &str, args: Args<'_>) -> Result<Value, CallError> {
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= TOOL_CALL_DEPTH {
             return Err(self.fail("tool_call cannot be nested inside another tool_call"));
         }
         let via = if self.via == Via::Direct {
@@ -264,10 +268,22 @@ impl<'a> Cx<'a> {
             .dispatch(self.session, via, name, args, self.depth + 1)
     }
 
-    /// The pipeline itself, for an executor whose work fires other tools: `sensor_read`, whose
-    /// new reading may trip watches that run their actions (as the sampler's readings do).
-    pub fn pipeline(&self) -> &'a dyn Services {
+    /// Runs `name` as the action of a watch this call's reading fired (`sensor_read`): the
+    /// whole pipeline as `Via::Watch` in the watch's session, one level deeper than this call,
+    /// so a watch whose action reads the sensor that fires it stops at [`MAX_DEPTH`].
+    pub fn watch_action(
+        &self,
+        session: &Session,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, CallError> {
         self.svc
+            .dispatch(session, Via::Watch, name, Args::Json(args), self.depth + 1)
+    }
+
+    /// How deep in the pipeline this call runs: 0 for a call from outside.
+    pub fn depth(&self) -> u8 {
+        self.depth
     }
 
     /// Deserializes the (already schema-validated) arguments into the executor's type.

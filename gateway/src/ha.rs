@@ -5,7 +5,8 @@
 //! Config topics: `homeassistant/<component>/covo_<G>/<device>[_<quantity>]/config`.
 //! Availability follows the gateway status topic (`{"status":"online"|"offline"}`).
 
-use covo_hal_tools::board::{BoardDef, DeviceDef};
+use covo_board::board::{BoardDef, DeviceDef};
+use covo_board::driver::HaComponent;
 use serde_json::{json, Value};
 
 /// The discovery prefix Home Assistant listens on.
@@ -73,26 +74,6 @@ pub fn safe(s: &str) -> String {
         .collect()
 }
 
-/// Home Assistant's device class and unit for a covo quantity and unit.
-pub fn class_and_unit(quantity: &str, unit: &str) -> (Option<&'static str>, String) {
-    let class = match quantity {
-        "temperature" => Some("temperature"),
-        "humidity" => Some("humidity"),
-        "pressure" => Some("pressure"),
-        "illuminance" => Some("illuminance"),
-        "co2" => Some("carbon_dioxide"),
-        q if q.starts_with("voltage") => Some("voltage"),
-        _ => None,
-    };
-    let unit = match unit {
-        "degC" => "°C",
-        "%RH" => "%",
-        "lux" => "lx",
-        u => u,
-    };
-    (class, unit.to_string())
-}
-
 fn common(t: &HaTopics, board: &BoardDef) -> (Value, Value) {
     let device = json!({
         "identifiers": [t.node_id()],
@@ -123,7 +104,10 @@ pub fn configs_for(
     let (device, origin) = common(t, board);
     let node = t.node_id();
     let mut out = Vec::new();
-    if d.driver == "gpio_out" {
+    let Some(component) = d.driver.info().ha_component else {
+        return out;
+    };
+    if component == HaComponent::Switch {
         let object = safe(&d.name);
         let mut v = json!({
             "name": name.unwrap_or(&d.name),
@@ -144,14 +128,15 @@ pub fn configs_for(
         ));
         return out;
     }
-    let quantities = covo_hal_tools::sensors::quantities(&d.driver);
+    // The driver's entry gives each quantity's Home Assistant class and unit.
+    let quantities = d.driver.quantities();
     let single = quantities.len() == 1;
-    for (q, unit) in quantities {
+    for quantity in quantities {
+        let (q, class, unit) = (quantity.name, quantity.ha_class, quantity.ha_unit);
         let object = safe(&format!("{}_{q}", d.name));
-        let (class, unit) = class_and_unit(q, unit);
         // A device with one quantity is named by itself ("co2", not "co2 co2").
         let base = name.unwrap_or(&d.name);
-        let friendly = if single || base == *q {
+        let friendly = if single || base == q {
             base.to_string()
         } else {
             format!("{base} {q}")
@@ -192,24 +177,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_safe_and_units_map_to_home_assistant() {
+    fn ids_are_safe_and_units_map_to_home_assistant_through_the_driver_table() {
         assert_eq!(safe("gw.1/x"), "gw_1_x");
-        assert_eq!(
-            class_and_unit("temperature", "degC"),
-            (Some("temperature"), "°C".into())
-        );
-        assert_eq!(
-            class_and_unit("humidity", "%RH"),
-            (Some("humidity"), "%".into())
-        );
-        assert_eq!(
-            class_and_unit("illuminance", "lux"),
-            (Some("illuminance"), "lx".into())
-        );
+        let board = BoardDef::sim();
         let t = HaTopics {
             prefix: "covo".into(),
             gateway: "gw1".into(),
         };
+        let shown = |name: &str| -> Vec<(Value, Value)> {
+            configs_for(&t, &board, board.device(name).unwrap(), None)
+                .into_iter()
+                .map(|(_, v)| (v["device_class"].clone(), v["unit_of_measurement"].clone()))
+                .collect()
+        };
+        assert_eq!(
+            shown("climate"),
+            [
+                (json!("temperature"), json!("°C")),
+                (json!("humidity"), json!("%")),
+                (json!("pressure"), json!("hPa"))
+            ]
+        );
+        assert_eq!(shown("light"), [(json!("illuminance"), json!("lx"))]);
+        assert!(shown("oled").is_empty(), "a display is not announced");
         assert_eq!(t.device_of_set("covo/gw1/ha/relay/set"), Some("relay"));
         assert_eq!(t.device_of_set("covo/gw1/ha/a/b/set"), None);
     }
@@ -251,7 +241,7 @@ mod tests {
         // An SCD4x named after its main quantity: "co2", not "co2 co2".
         let mut co2 = climate.clone();
         co2.name = "co2".into();
-        co2.driver = "scd4x".into();
+        co2.driver = covo_board::driver::Driver::Scd4x;
         board.device.push(co2.clone());
         let names: Vec<Value> = configs_for(&t, &board, &co2, None)
             .into_iter()

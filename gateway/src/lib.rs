@@ -12,7 +12,8 @@
 //! - `hooks`: lifecycle hooks; the `ToolsetFilter` runs before every model call.
 //! - `runtime`: the one dispatch pipeline (validate → policy → approval → execute → audit).
 //! - `discovery`: the BM25 index behind `tool_search`.
-//! - `hardware`: the board (definition, policy as a pipeline `Policy`, hardware opened lazily).
+//! - `hardware`: the board (definition, policy as a pipeline `Policy`, hardware opened lazily;
+//!   opened only in a build with the `hal` feature).
 //! - `exec`: the narrow context an executor receives.
 //! - `store`: the SQLite store under `$COVO_HOME`.
 //! - `config`: `covo.toml` loading.

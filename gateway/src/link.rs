@@ -9,13 +9,10 @@ use crate::error::ToolError;
 use bytes::Bytes;
 use covo_wire::mqtt::{
     options, publish_birth, publish_overhead, publish_response, spawn_driver, status_will,
-    topic_matches, DriverOptions, Handler, PacketLimit, Partial, Stop, CHUNK_PROPERTY,
-    DEFAULT_TIMEOUT, MAX_CHUNKS,
+    topic_matches, Client, DriverOptions, Handler, Incoming, PacketLimit, Partial, Properties, QoS,
+    Stop, CHUNK_PROPERTY, DEFAULT_TIMEOUT, MAX_CHUNKS,
 };
 use covo_wire::protocol::{self, Request, Response, Status, Topics};
-use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::AsyncClient;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -155,7 +152,7 @@ struct GatewayHandler {
 }
 
 impl Handler for GatewayHandler {
-    fn connected(&mut self, client: &AsyncClient) {
+    fn connected(&mut self, client: &Client) {
         let subs = [
             self.topics.all_peer_status(),
             self.topics.all_gateway_status(),
@@ -175,11 +172,8 @@ impl Handler for GatewayHandler {
         self.shared.changed.notify_all();
         // One SUBSCRIBE for all of them: one SUBACK, after which one sync message follows the
         // retained births.
-        let filters = subs
-            .into_iter()
-            .chain(local)
-            .map(|t| rumqttc::v5::mqttbytes::v5::Filter::new(t, QoS::AtLeastOnce));
-        match client.try_subscribe_many(filters) {
+        let filters = subs.into_iter().chain(local);
+        match client.try_subscribe_many(filters, QoS::AtLeastOnce) {
             Ok(()) => self.sync_due = true,
             Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
         }
@@ -188,7 +182,7 @@ impl Handler for GatewayHandler {
         }
     }
 
-    fn subscribed(&mut self, client: &AsyncClient) {
+    fn subscribed(&mut self, client: &Client) {
         // The broker sends retained messages right after a SUBACK; a message we publish to
         // ourselves after it comes back after them. Once per connection: later SUBACKs are
         // local subscriptions (`subscribe`), which need no sync.
@@ -197,8 +191,8 @@ impl Handler for GatewayHandler {
         }
     }
 
-    fn publish(&mut self, _client: &AsyncClient, p: Publish) {
-        let topic = String::from_utf8_lossy(&p.topic).into_owned();
+    fn publish(&mut self, _client: &Client, p: Incoming) {
+        let topic = p.topic.clone();
         if topic == self.sync_topic {
             self.shared.lock().synced = true;
             self.shared.changed.notify_all();
@@ -260,15 +254,15 @@ impl Handler for GatewayHandler {
         } else if self.response_topics.contains(&topic) {
             let correlation = p
                 .properties
+                .correlation_data
                 .as_ref()
-                .and_then(|pr| pr.correlation_data.as_ref())
                 .map(|c| String::from_utf8_lossy(c).into_owned());
-            let chunk = p.properties.as_ref().and_then(|pr| {
-                pr.user_properties
-                    .iter()
-                    .find(|(k, _)| k == CHUNK_PROPERTY)
-                    .map(|(_, v)| v.clone())
-            });
+            let chunk = p
+                .properties
+                .user_properties
+                .iter()
+                .find(|(k, _)| k == CHUNK_PROPERTY)
+                .map(|(_, v)| v.clone());
             let whole;
             let body: &[u8] = match (chunk, &correlation) {
                 (None, _) => &p.payload,
@@ -317,13 +311,13 @@ impl Handler for GatewayHandler {
                 let _ = p.tx.try_send(Outcome::Answer(resp));
             }
         } else {
-            let props = p.properties.as_ref();
+            let props = &p.properties;
             let msg = Message {
                 topic: topic.clone(),
                 payload: p.payload.to_vec(),
                 retain: p.retain,
-                response_topic: props.and_then(|pr| pr.response_topic.clone()),
-                correlation: props.and_then(|pr| pr.correlation_data.as_ref().map(|c| c.to_vec())),
+                response_topic: props.response_topic.clone(),
+                correlation: props.correlation_data.as_ref().map(|c| c.to_vec()),
             };
             let st = self.shared.lock();
             for (id, f, tx) in &st.subs {
@@ -355,7 +349,7 @@ impl Handler for GatewayHandler {
 
 /// The gateway's link to the cloud peers.
 pub struct PeerLink {
-    client: AsyncClient,
+    client: Client,
     shared: Arc<Shared>,
     topics: Topics,
     gateway: String,
@@ -390,7 +384,7 @@ impl PeerLink {
         let status = topics.gateway_status(&gateway);
         let will = (presence == Presence::Owner).then(|| status_will(&status));
         let opts = options(&cfg.url(), &cfg.auth(), &client_id, will)?;
-        let (client, eventloop) = AsyncClient::new(opts, covo_wire::mqtt::QUEUE);
+        let (client, connection) = Client::new(opts);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -412,7 +406,7 @@ impl PeerLink {
             status_topic: (presence == Presence::Owner).then_some(status),
             limit: limit.clone(),
         };
-        let thread = spawn_driver(driver, client.clone(), eventloop, handler, stop_rx)
+        let thread = spawn_driver(driver, client.clone(), connection, handler, stop_rx)
             .map_err(|e| e.to_string())?;
         Ok(PeerLink {
             client,
@@ -738,7 +732,7 @@ impl PeerLink {
         let mut sent = 0;
         let mut deadline = Instant::now();
         let send = |sent: &mut u32, deadline: &mut Instant| -> Result<(), ToolError> {
-            let props = PublishProperties {
+            let props = Properties {
                 message_expiry_interval: Some(ms.div_ceil(1000).max(1) as u32),
                 response_topic: Some(response_topic.to_string()),
                 correlation_data: Some(Bytes::from(call_id.as_bytes().to_vec())),

@@ -34,6 +34,8 @@ pub enum Via {
     Telegram,
     /// From the web dashboard (`[web]`).
     Web,
+    /// From the background sampler (`covo run`, `covo chat`): a due sensor's `sensor_read`.
+    Sampler,
 }
 
 impl Via {
@@ -41,7 +43,8 @@ impl Via {
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Direct => "direct",
-            Via::ToolCall => "tool_call",
+            // Named after the tool it came through.
+            Via::ToolCall => catalog::discovery::TOOL_CALL.name,
             Via::Mqtt => "mqtt",
             Via::Remote => "remote",
             Via::Schedule => "schedule",
@@ -49,6 +52,7 @@ impl Via {
             Via::Mcp => "mcp",
             Via::Telegram => "telegram",
             Via::Web => "web",
+            Via::Sampler => "sampler",
         }
     }
 }
@@ -97,7 +101,13 @@ const NEVER_SERVED: &[&ToolSpec] = &[
 
 /// The toolsets whose `read` tools other gateways may call by default: the board's hardware,
 /// never its files, memories or conversations.
-pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &["board", "sensors", "gpio", "i2c", "mcu"];
+pub const SWARM_DEFAULT_TOOLSETS: &[&str] = &[
+    catalog::board::TOOLSET,
+    catalog::sensors::TOOLSET,
+    catalog::gpio::TOOLSET,
+    catalog::i2c::TOOLSET,
+    catalog::mcu::TOOLSET,
+];
 
 /// `[swarm] expose`: calls from other gateways (`Via::Remote`) may only run exposed tools.
 /// Local calls are not affected.
@@ -206,6 +216,27 @@ impl Policy for ReadOnly {
         Err(Refusal {
             rule: "read_only".into(),
             detail,
+        })
+    }
+}
+
+/// The background sampler's bounds: it reads sensors and nothing else (`sensor_read`). Other
+/// policies judge its calls like any other (board policy, `[policy] read_only`); `[swarm]
+/// expose` concerns only other gateways, and a reading is a `read` tool, which needs no approval.
+pub struct SamplerBounds;
+
+impl Policy for SamplerBounds {
+    fn check(&self, call: &ToolInvocation<'_>) -> Result<(), Refusal> {
+        if call.via != Via::Sampler || is(call.spec, &catalog::sensors::SENSOR_READ) {
+            return Ok(());
+        }
+        Err(Refusal {
+            rule: "sampler".into(),
+            detail: format!(
+                "the sampler only reads sensors ({}), not '{}'",
+                catalog::sensors::SENSOR_READ.name,
+                call.spec.name
+            ),
         })
     }
 }

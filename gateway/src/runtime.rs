@@ -12,12 +12,12 @@ use crate::hooks::{
     ApprovalHook, Hook, HookCx, ModelCall, ModelReply, PlanModeHook, PolicyHook, ToolInvocation,
     ToolsetFilter,
 };
-use crate::policy::{is, BoardPolicyCheck};
+use crate::policy::BoardPolicyCheck;
 pub use crate::policy::{
-    Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SwarmExpose,
-    Via, SWARM_DEFAULT_TOOLSETS,
+    Approver, AutoApprove, MqttPublishAllow, NoApprover, Policy, ReadOnly, Refusal, SamplerBounds,
+    SwarmExpose, Via, SWARM_DEFAULT_TOOLSETS,
 };
-use crate::spec::{Availability, Effect, Exec, ToolDef, ToolSpec};
+use crate::spec::{AvailCx, Availability, Effect, Exec, ToolDef, ToolSpec};
 use crate::store::{AuditEntry, Store, StoreError};
 use covo_core::catalog;
 use covo_core::discovery::SearchIndex;
@@ -102,7 +102,7 @@ pub enum BuildError {
     Toolset(#[from] ToolsetError),
     /// The board definition does not load.
     #[error(transparent)]
-    Board(#[from] covo_hal_tools::board::BoardError),
+    Board(#[from] covo_board::board::BoardError),
 }
 
 /// The assembled tool runtime.
@@ -128,13 +128,6 @@ pub struct Runtime {
     /// Every external MCP tool known, owned or not (to tell "not in profile" from "unknown").
     external: Vec<&'static ToolSpec>,
 }
-
-/// The swarm tools: they need the broker like the `mqtt` toolset does.
-const SWARM_TOOLS: &[&ToolSpec] = &[
-    &catalog::delegation::SWARM_MEMBERS,
-    &catalog::delegation::SWARM_CALL,
-    &catalog::delegation::SWARM_BROADCAST,
-];
 
 /// How long the first use of the peer link waits for the retained peer births.
 const PEER_SYNC: std::time::Duration = std::time::Duration::from_secs(2);
@@ -190,6 +183,7 @@ impl Runtime {
         policies.push(Box::new(SwarmExpose {
             expose: opts.config.swarm.expose.clone(),
         }));
+        policies.push(Box::new(SamplerBounds));
         policies.push(Box::new(BoardPolicyCheck {
             board: board.clone(),
         }));
@@ -359,26 +353,17 @@ impl Runtime {
             if let Some(mcp) = &self.mcp {
                 return mcp.availability(spec);
             }
-            return def.availability(&self.config);
+            return def.availability(&self.avail_cx());
         }
-        let av = def.availability(&self.config);
-        if !av.available {
-            return av;
-        }
-        let needs_broker = spec.toolset == catalog::mqtt::MQTT_PUBLISH.toolset
-            || SWARM_TOOLS.iter().any(|t| is(spec, t));
-        if needs_broker && self.config.mqtt.is_none() {
-            return Availability::no("no MQTT broker configured");
-        }
-        if is(spec, &catalog::messaging::NOTIFY)
-            && self.config.mqtt.is_none()
-            && self.config.notify.webhook.is_none()
-        {
-            return Availability::no("no MQTT broker configured");
-        }
-        match self.board.missing(spec.toolset, spec.name) {
-            Some(reason) => Availability::no(reason),
-            None => av,
+        // What the tool needs is declared on its def (`ToolDef::needs`, `ToolDef::when`).
+        def.availability(&self.avail_cx())
+    }
+
+    /// What availability is judged against.
+    fn avail_cx(&self) -> AvailCx<'_> {
+        AvailCx {
+            config: &self.config,
+            board: &self.board,
         }
     }
 
@@ -393,7 +378,7 @@ impl Runtime {
             .iter()
             .filter(|s| {
                 self.def(s)
-                    .is_some_and(|d| matches!(d.exec, Exec::Local(_)))
+                    .is_some_and(|d| matches!(d.exec, Exec::Local(_) | Exec::Typed(_)))
             })
             .filter(|s| expose.exposes(s))
             .filter(|s| self.availability(s).available)
@@ -523,6 +508,18 @@ impl Runtime {
         args: Args<'_>,
         depth: u8,
     ) -> Result<Value, CallError> {
+        if depth > crate::exec::MAX_DEPTH {
+            return Err(ToolError::Failed {
+                tool: name.into(),
+                message: format!(
+                    "refused: the call is nested {depth} deep (a tool_call's inner call, a \
+                     watch's action, that action's own watches…), beyond the limit of {}",
+                    crate::exec::MAX_DEPTH
+                ),
+                hint: Some("a watch whose action fires the same watch again stops here".into()),
+            }
+            .into());
+        }
         let spec = self.lookup(name)?;
         let def = self.def(spec).ok_or_else(|| ToolError::Unavailable {
             tool: name.into(),
@@ -555,7 +552,12 @@ impl Runtime {
         };
         self.validate(spec, &args)?;
         let hook_cx = HookCx { rt: self, session };
-        let access = def.access(self.board.def(), &args);
+        // Parsed once: the policy judges what this typed value touches, and the executor gets
+        // this same value.
+        let prepared = def.prepare(self.board.def(), &args)?;
+        let access = prepared
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.access.clone());
         let invocation = ToolInvocation {
             spec,
             args: &args,
@@ -566,11 +568,12 @@ impl Runtime {
             h.before_tool_call(&hook_cx, &invocation)?;
         }
         let cx = Cx::new(self, session, spec, via, depth);
-        let outcome = match def.exec {
-            Exec::Local(exec) => exec(&cx, args.clone()),
-            Exec::Peer => self.call_peer(spec, args.clone()),
-            Exec::Mcp => self.call_mcp(spec, args.clone()),
-            Exec::Missing => unreachable!("refused above"),
+        let outcome = match (def.exec, prepared) {
+            (Exec::Typed(_), Some(call)) => call.run(&cx),
+            (Exec::Local(exec), _) => exec(&cx, args.clone()),
+            (Exec::Peer, _) => self.call_peer(spec, args.clone()),
+            (Exec::Mcp, _) => self.call_mcp(spec, args.clone()),
+            (Exec::Typed(_), None) | (Exec::Missing, _) => unreachable!("refused above"),
         };
         for h in &self.hooks {
             h.after_tool_call(&hook_cx, &invocation, &outcome);

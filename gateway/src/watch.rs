@@ -8,14 +8,16 @@
 //! channel as its quantity ([`McuQuantity`]); the watcher subscribes the device to exactly
 //! what its watches need, takes the events the link queued (bounded, see
 //! `covo_hal_tools::mcu::EVENT_QUEUE`) and runs [`evaluate`] on each, as a sensor reading
-//! would.
+//! would. A build without the `hal` feature opens no link, so no event arrives.
 
-use crate::exec::Session;
-use crate::exec::{Args, Services};
+use crate::error::CallError;
+use crate::exec::{Args, Cx, Services, Session, UserIo};
+use crate::hardware::Hardware;
 use crate::policy::Via;
 pub use crate::store::{Op, Rule};
-use crate::store::{StoreError, Watch};
+use crate::store::{Store, StoreError, Watch};
 use chrono::{DateTime, Utc};
+use covo_board::driver::Driver;
 use covo_mcu_protocol::{Event, EventMask};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,9 +25,54 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What runs the watches of a new reading: the store, the user's channels and the pipeline for
+/// their actions. A reading a call took ([`Cx`], `sensor_read`) fires them one level deeper
+/// than that call (`Cx::watch_action`), so the pipeline's depth limit holds for every re-entry;
+/// a microcontroller's event, which no call made, fires them from the top ([`Services`]).
+pub trait Fire {
+    /// The database.
+    fn store(&self) -> Result<&Store, StoreError>;
+    /// The user's channels.
+    fn user_io(&self) -> &dyn UserIo;
+    /// Runs a watch's action through the pipeline as `Via::Watch`.
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError>;
+}
+
+impl Fire for Cx<'_> {
+    fn store(&self) -> Result<&Store, StoreError> {
+        Cx::store(self)
+    }
+
+    fn user_io(&self) -> &dyn UserIo {
+        Cx::user_io(self)
+    }
+
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError> {
+        self.watch_action(session, tool, args)
+    }
+}
+
+/// Fires from the top of the pipeline: for readings no call took (a microcontroller's events).
+struct Top<'a>(&'a dyn Services);
+
+impl Fire for Top<'_> {
+    fn store(&self) -> Result<&Store, StoreError> {
+        self.0.store()
+    }
+
+    fn user_io(&self) -> &dyn UserIo {
+        self.0.user_io()
+    }
+
+    fn action(&self, session: &Session, tool: &str, args: Value) -> Result<Value, CallError> {
+        self.0
+            .dispatch(session, Via::Watch, tool, Args::Json(args), 0)
+    }
+}
+
 /// Runs every active watch on `sensor` against a new reading; fires actions. Returns what fired.
 pub fn evaluate(
-    rt: &dyn Services,
+    rt: &dyn Fire,
     sensor: &str,
     readings: &[(String, f64, String)],
     now: DateTime<Utc>,
@@ -48,7 +95,7 @@ pub fn evaluate(
     Ok(fired)
 }
 
-fn fire_action(rt: &dyn Services, w: &Watch, v: f64, unit: &str) -> String {
+fn fire_action(rt: &dyn Fire, w: &Watch, v: f64, unit: &str) -> String {
     let session = Session::new(w.session.clone(), w.channel.clone());
     let what = format!(
         "watch #{}: {} {} is {v:.2} {unit} ({} {} {unit}{})",
@@ -69,7 +116,7 @@ fn fire_action(rt: &dyn Services, w: &Watch, v: f64, unit: &str) -> String {
                 .arguments
                 .clone()
                 .unwrap_or(Value::Object(Default::default()));
-            match rt.dispatch(&session, Via::Watch, tool, Args::Json(args), 0) {
+            match rt.action(&session, tool, args) {
                 Ok(r) => format!("{what}; ran {tool}: {r}"),
                 Err(e) => format!("{what}; {tool} failed: {e}"),
             }
@@ -214,7 +261,7 @@ impl McuWatcher {
             .def()
             .device
             .iter()
-            .filter(|d| d.driver == "mcu")
+            .filter(|d| d.driver == Driver::Mcu)
             .map(|d| d.name.clone())
             .collect();
         if mcus.is_empty() {
@@ -246,19 +293,7 @@ impl McuWatcher {
                     return out;
                 }
             };
-            let polled = hw.with_mcu(&name, |link| {
-                if link.subscription() != mask {
-                    link.subscribe(mask, Duration::from_secs(1))?;
-                }
-                let adc = link.info().map_or((0, 0), |i| (i.adc_bits, i.adc_vref_mv));
-                if mask == EventMask::default() {
-                    // Unsubscribed: drop what was still queued.
-                    link.poll_events(Duration::ZERO)?;
-                    return Ok((adc, Vec::new()));
-                }
-                link.poll_events(wait).map(|events| (adc, events))
-            });
-            let (adc, events) = match polled {
+            let (adc, events) = match poll(&hw, &name, mask, wait) {
                 Ok(Ok(r)) => r,
                 Ok(Err(e)) => {
                     tracing::warn!(mcu = name, error = %e, "MCU events: the link failed");
@@ -302,7 +337,7 @@ impl McuWatcher {
                 }
             }
             for r in &readings {
-                match evaluate(rt, &name, r, Utc::now()) {
+                match evaluate(&Top(rt), &name, r, Utc::now()) {
                     Ok(fired) => out.fired.extend(fired),
                     Err(e) => tracing::warn!(mcu = name, error = %e, "MCU events: watch failed"),
                 }
@@ -345,6 +380,46 @@ impl McuWatcher {
             }
         }
     }
+}
+
+/// What one poll of a microcontroller gave: its ADC's (bits, reference in mV) and the events
+/// its link had queued.
+type Polled = ((u8, u16), Vec<Event>);
+
+/// Subscribes MCU `name` to `mask` (when its subscription differs) and takes its queued events,
+/// waiting up to `wait`: the link's error inside, or outside why the device cannot be reached.
+#[cfg(feature = "hal")]
+fn poll(
+    hw: &Hardware,
+    name: &str,
+    mask: EventMask,
+    wait: Duration,
+) -> Result<Result<Polled, String>, String> {
+    hw.with_mcu(name, |link| {
+        if link.subscription() != mask {
+            link.subscribe(mask, Duration::from_secs(1))?;
+        }
+        let adc = link.info().map_or((0, 0), |i| (i.adc_bits, i.adc_vref_mv));
+        if mask == EventMask::default() {
+            // Unsubscribed: drop what was still queued.
+            link.poll_events(Duration::ZERO)?;
+            return Ok((adc, Vec::new()));
+        }
+        link.poll_events(wait).map(|events| (adc, events))
+    })
+    .map(|r| r.map_err(|e| e.to_string()))
+    .map_err(|e| e.to_string())
+}
+
+/// A build without the HAL has no hardware to poll (and no value of [`Hardware`]).
+#[cfg(not(feature = "hal"))]
+fn poll(
+    hw: &Hardware,
+    _name: &str,
+    _mask: EventMask,
+    _wait: Duration,
+) -> Result<Result<Polled, String>, String> {
+    match *hw {}
 }
 
 /// Keeps a [`McuWatcher::spawn`] thread running; dropping it stops the thread.

@@ -5,6 +5,8 @@
 use crate::backend::{SerialIo, SpiDev};
 use crate::board::{BoardDef, DeviceDef, SerialDef};
 use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
+use crate::driver::Driver;
+use crate::resolve::ResolveError;
 use crate::sensors::{self, Quantity};
 use crate::sim::SimBoard;
 use crate::values::PinRef;
@@ -62,6 +64,15 @@ pub enum HwError {
     Open(String),
 }
 
+/// A name the board definition does not resolve is a `NotFound` like any other.
+impl From<ResolveError> for HwError {
+    fn from(e: ResolveError) -> Self {
+        match e {
+            ResolveError::NotFound(m) => HwError::NotFound(m),
+        }
+    }
+}
+
 /// One board, opened.
 pub struct Hardware {
     def: BoardDef,
@@ -105,13 +116,22 @@ impl Hardware {
                     .map(|c| (p.channel, Mutex::new(Box::new(c) as Box<dyn Pwm>)))
             })
             .collect();
+        let spi = def
+            .spi
+            .iter()
+            .filter(|d| d.path.as_deref() == Some(crate::sim::LOOPBACK_PATH))
+            .map(|d| {
+                let dev: Box<dyn SpiDev> = Box::new(sim.spi(d.bus, d.cs));
+                ((d.bus, d.cs), Mutex::new(dev))
+            })
+            .collect();
         Hardware {
             def,
             i2c,
             lines: Mutex::new(BTreeMap::new()),
             unavailable: BTreeMap::new(),
             pwm,
-            spi: BTreeMap::new(),
+            spi,
             sim: Some(sim),
             no_delays: Default::default(),
             mcus: Default::default(),
@@ -260,10 +280,9 @@ impl Hardware {
         self.i2c.keys().copied().collect()
     }
 
-    /// The bus number to use: the given one, or the board's first.
+    /// The bus a call names, else the board's first (`BoardDef::resolve_i2c_bus`).
     pub fn bus_or_default(&self, bus: Option<u8>) -> Result<u8, HwError> {
-        bus.or_else(|| self.def.default_i2c_bus())
-            .ok_or_else(|| HwError::NotFound("this board declares no I2C bus".into()))
+        Ok(self.def.resolve_i2c_bus(bus)?)
     }
 
     fn lock_bus(&self, bus: u8) -> Result<MutexGuard<'_, DynI2c>, HwError> {
@@ -332,25 +351,15 @@ impl Hardware {
         Ok(buf)
     }
 
-    /// The declared device with this name.
+    /// The declared device called `name` (`BoardDef::find_device`).
     pub fn device(&self, name: &str) -> Result<&DeviceDef, HwError> {
-        self.def.device(name).ok_or_else(|| {
-            HwError::NotFound(format!(
-                "no device '{name}' is declared (declared: {})",
-                self.def
-                    .device
-                    .iter()
-                    .map(|d| d.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
+        Ok(self.def.find_device(name)?)
     }
 
     /// Reads a declared I2C sensor through its crates.io driver, holding the bus throughout.
     pub fn sensor_read(&self, name: &str) -> Result<Vec<Quantity>, HwError> {
         let d = self.device(name)?;
-        if sensors::quantities(&d.driver).is_empty() {
+        if !d.driver.is_sensor() {
             return Err(HwError::NotFound(format!(
                 "'{name}' ({}) is not a sensor",
                 d.driver
@@ -362,9 +371,9 @@ impl Hardware {
             .ok_or_else(|| HwError::NotFound(format!("sensor '{name}' declares no address")))?;
         let mut g = self.lock_bus(bus)?;
         let r = if self.no_delays.load(std::sync::atomic::Ordering::Relaxed) {
-            sensors::read_with(&d.driver, &mut *g, address, sensors::NoDelay)
+            sensors::read_with(d.driver, &mut *g, address, sensors::NoDelay)
         } else {
-            sensors::read(&d.driver, &mut *g, address)
+            sensors::read(d.driver, &mut *g, address)
         };
         r.map_err(|e| match e {
             sensors::SensorError::Bus(b) => HwError::Bus(b),
@@ -389,7 +398,7 @@ impl Hardware {
 
     fn display(&self, name: &str) -> Result<(u8, u8), HwError> {
         let d = self.device(name)?;
-        if d.driver != "ssd1306" {
+        if d.driver != Driver::Ssd1306 {
             return Err(HwError::NotFound(format!(
                 "'{name}' ({}) is not a display",
                 d.driver
@@ -402,47 +411,19 @@ impl Hardware {
         Ok((bus, address))
     }
 
-    /// The first declared display, the default for display tools.
+    /// The first declared display.
     pub fn default_display(&self) -> Option<&str> {
-        self.def
-            .device
-            .iter()
-            .find(|d| d.driver == "ssd1306")
-            .map(|d| d.name.as_str())
+        self.def.default_display().ok().map(|d| d.name.as_str())
     }
 
-    /// A pin argument as a BCM number: numbers must be on the board, names must be declared.
+    /// A pin argument as a BCM number (`BoardDef::resolve_pin`).
     pub fn resolve_pin(&self, p: &PinRef) -> Result<u32, HwError> {
-        match p {
-            PinRef::Number(n) => {
-                if self.def.pins.available.is_empty() || self.def.pins.available.contains(n) {
-                    Ok(*n)
-                } else {
-                    Err(HwError::NotFound(format!(
-                        "GPIO{n} is not available on this board"
-                    )))
-                }
-            }
-            PinRef::Name(name) => {
-                let d = self.device(name)?;
-                d.pin.ok_or_else(|| {
-                    HwError::NotFound(format!("'{name}' ({}) is not a GPIO device", d.driver))
-                })
-            }
-        }
+        Ok(self.def.resolve_pin(p)?)
     }
 
-    /// A PWM channel argument: a number, or a declared `pwm` device's name.
+    /// A PWM channel argument (`BoardDef::resolve_channel`).
     pub fn resolve_channel(&self, p: &PinRef) -> Result<u32, HwError> {
-        match p {
-            PinRef::Number(n) => Ok(*n),
-            PinRef::Name(name) => {
-                let d = self.device(name)?;
-                d.channel.ok_or_else(|| {
-                    HwError::NotFound(format!("'{name}' ({}) is not a PWM device", d.driver))
-                })
-            }
-        }
+        Ok(self.def.resolve_channel(p)?)
     }
 
     /// The line covo holds for `pin`, requested on first use.
@@ -547,7 +528,7 @@ impl Hardware {
             .def
             .device
             .iter()
-            .find(|d| d.driver == "gpio_out" && d.pin == Some(pin))
+            .find(|d| d.driver == Driver::GpioOut && d.pin == Some(pin))
         {
             return Err(HwError::Line(BusError::Unsupported(format!(
                 "GPIO{pin} ('{}') is declared an output (gpio_out): edges are watched on inputs; \
@@ -617,32 +598,13 @@ impl Hardware {
     }
 
     fn spi_key(&self, bus: Option<u8>, cs: Option<u8>) -> Result<(u8, u8), HwError> {
-        let d = self
-            .def
-            .spi
-            .iter()
-            .find(|d| bus.is_none_or(|b| b == d.bus) && cs.is_none_or(|c| c == d.cs))
-            .ok_or_else(|| HwError::NotFound("no such SPI bus/chip-select on this board".into()))?;
+        let d = self.def.resolve_spi(bus, cs)?;
         Ok((d.bus, d.cs))
     }
 
-    /// The declared serial port with this name or path.
+    /// The declared serial port with this name or path (`BoardDef::resolve_serial`).
     pub fn serial_def(&self, port: &str) -> Result<&SerialDef, HwError> {
-        self.def
-            .serial
-            .iter()
-            .find(|s| s.name == port || s.path.as_deref() == Some(port))
-            .ok_or_else(|| {
-                HwError::NotFound(format!(
-                    "serial port '{port}' is not declared on this board (declared: {})",
-                    self.def
-                        .serial
-                        .iter()
-                        .map(|s| s.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
+        Ok(self.def.resolve_serial(port)?)
     }
 
     /// Opens a declared serial port, found by USB ids when it declares them (device paths get
@@ -698,38 +660,14 @@ impl Hardware {
         Err(HwError::Open("this build has no serial backend".into()))
     }
 
-    /// The declared microcontrollers (`driver = "mcu"`).
+    /// The declared microcontrollers (`BoardDef::mcu_devices`).
     pub fn mcu_devices(&self) -> Vec<&DeviceDef> {
-        self.def
-            .device
-            .iter()
-            .filter(|d| d.driver == "mcu")
-            .collect()
+        self.def.mcu_devices().collect()
     }
 
-    /// The MCU device a call means: the named one, or the only one.
+    /// The MCU device a call means: the named one, or the only one (`BoardDef::resolve_mcu`).
     pub fn mcu_name(&self, name: Option<&str>) -> Result<String, HwError> {
-        let all = self.mcu_devices();
-        match name {
-            Some(n) => all
-                .iter()
-                .find(|d| d.name == n)
-                .map(|d| d.name.clone())
-                .ok_or_else(|| HwError::NotFound(format!("no microcontroller '{n}' is declared"))),
-            None => match all.as_slice() {
-                [one] => Ok(one.name.clone()),
-                [] => Err(HwError::NotFound(
-                    "this board declares no microcontroller".into(),
-                )),
-                many => Err(HwError::NotFound(format!(
-                    "several microcontrollers are declared; name one of: {}",
-                    many.iter()
-                        .map(|d| d.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
-            },
-        }
+        Ok(self.def.resolve_mcu(name).map(|d| d.name.clone())?)
     }
 
     /// Runs `f` on the link to MCU `name`, connecting (with a handshake) on first use.

@@ -1,11 +1,9 @@
 //! Hardware tools for covo, generic over embedded-hal 1.0 traits.
 //!
 //! # Layout
-//! - `values`: how tool arguments name hardware: addresses (`0x76` or 118), byte strings
-//!   (`"d0 01"` or `[208, "0x01"]`), pins (BCM numbers or declared names); hex output.
-//! - `board`: board definitions in TOML (`boards/*.toml`) and their typed loader.
-//! - `policy`: the board policy: allowlists, reserved addresses, PWM limits, transfer sizes,
-//!   read-only mode. Pure checks; the gateway runs them inside its dispatch pipeline.
+//! - `values`, `board`, `driver`, `resolve`, `policy`: the board definitions without the HAL
+//!   (argument values, the board-file loader, the driver table, name resolution, the board
+//!   policy), from the `covo-board` crate and re-exported here under their old paths.
 //! - `bus`: the object-safe bus and line traits every backend provides, and their errors.
 //! - `sim`: the simulated board, modelled at register level behind the same traits.
 //! - `sensors`: reading sensors through their crates.io drivers (bme280, bmp280, bh1750,
@@ -27,12 +25,11 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod board;
 pub mod bus;
 pub mod display;
 pub mod hw;
 pub mod mcu;
-pub mod policy;
 pub mod sensors;
 pub mod sim;
-pub mod values;
+
+pub use covo_board::{board, driver, policy, resolve, values};

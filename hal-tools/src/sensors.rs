@@ -19,10 +19,12 @@
 //!   128 SPS and ±4.096 V full scale, about 40 ms in all (crate `ads1x1x`; addresses
 //!   0x48-0x4B).
 //!
-//! A further driver is one `read_*` function, one arm in [`read_with`] and one in
-//! [`quantities`].
+//! What each driver measures, what a reading puts on the bus and the rest of its facts are in
+//! its entry of [`Driver::info`](crate::driver::Driver::info); a further driver is that entry,
+//! one `read_*` function and one arm in [`read_with`].
 
 use crate::bus::BusError;
+use crate::driver::Driver;
 use embedded_hal::delay::DelayNs;
 use embedded_hal::i2c::I2c;
 
@@ -40,9 +42,9 @@ pub struct Quantity {
 /// Why a sensor could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SensorError {
-    /// No driver by that name.
-    #[error("unknown sensor driver '{0}'; known: {known}", known = DRIVERS.join(", "))]
-    UnknownDriver(String),
+    /// The driver is not a sensor's (a display, a GPIO line, ...).
+    #[error("'{0}' is not a sensor driver")]
+    NotASensor(Driver),
     /// The bus failed (a NACK means nothing answered at that address).
     #[error(transparent)]
     Bus(BusError),
@@ -51,79 +53,7 @@ pub enum SensorError {
     Driver(String),
 }
 
-/// Drivers [`read`] knows.
-pub const DRIVERS: &[&str] = &[
-    "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x", "ads1115",
-];
-
-/// The quantities a driver reports, as (name, unit); empty for an unknown driver.
-pub fn quantities(driver: &str) -> &'static [(&'static str, &'static str)] {
-    match driver {
-        "bme280" => &[
-            ("temperature", "degC"),
-            ("humidity", "%RH"),
-            ("pressure", "hPa"),
-        ],
-        "bmp280" => &[("temperature", "degC"), ("pressure", "hPa")],
-        "bh1750" => &[("illuminance", "lux")],
-        "sht4x" | "sht3x" | "aht20" => &[("temperature", "degC"), ("humidity", "%RH")],
-        "scd4x" => &[("co2", "ppm"), ("temperature", "degC"), ("humidity", "%RH")],
-        "ads1115" => &[
-            ("voltage_a0", "V"),
-            ("voltage_a1", "V"),
-            ("voltage_a2", "V"),
-            ("voltage_a3", "V"),
-        ],
-        _ => &[],
-    }
-}
-
-/// What one reading by a driver puts on the bus: the largest single write and read, and the
-/// commands it must write. Every driver here writes to take a reading (none can measure by
-/// reading registers alone), so a board that writes nothing cannot read these sensors; the
-/// gateway's policy judges sensor reads by these numbers (`Access::SensorMeasure`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Footprint {
-    /// Bytes in the largest single write (a register pointer counts).
-    pub write: usize,
-    /// Bytes in the largest single read.
-    pub read: usize,
-    /// What the driver writes to measure, for people: "a soft reset, ...".
-    pub writes: &'static str,
-}
-
-/// The footprint of `driver`'s reading; `None` for an unknown driver. The unit tests run each
-/// driver through a bus that records its transfers and hold it to exactly these sizes.
-pub fn footprint(driver: &str) -> Option<Footprint> {
-    let (write, read, writes) = match driver {
-        // Register writes are (register, value); calibration is one 26-byte read.
-        "bme280" | "bmp280" => (
-            2,
-            26,
-            "a soft reset, its oversampling and filter settings and a forced-mode conversion",
-        ),
-        "bh1750" => (1, 2, "power-on and a one-time measurement command"),
-        "sht4x" => (1, 6, "a single-shot measurement command"),
-        "sht3x" => (2, 6, "a soft reset and a single-shot measurement command"),
-        "aht20" => (3, 7, "calibration and measurement-trigger commands"),
-        "scd4x" => (
-            2,
-            9,
-            "stop and start periodic measurement and read-out commands",
-        ),
-        "ads1115" => (
-            3,
-            2,
-            "its full-scale setting and a one-shot conversion per input (config register writes)",
-        ),
-        _ => return None,
-    };
-    Some(Footprint {
-        write,
-        read,
-        writes,
-    })
-}
+pub use crate::driver::Footprint;
 
 /// Delays by sleeping the thread; drivers wait for conversions with it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -146,7 +76,7 @@ impl DelayNs for NoDelay {
 
 /// Reads every quantity of `driver` at `address`, waiting for conversions by sleeping.
 pub fn read<I: I2c<Error = BusError>>(
-    driver: &str,
+    driver: Driver,
     i2c: I,
     address: u8,
 ) -> Result<Vec<Quantity>, SensorError> {
@@ -155,30 +85,38 @@ pub fn read<I: I2c<Error = BusError>>(
 
 /// Reads every quantity of `driver` at `address`, waiting with `delay`.
 pub fn read_with<I: I2c<Error = BusError>, D: DelayNs + Copy>(
-    driver: &str,
+    driver: Driver,
     i2c: I,
     address: u8,
     delay: D,
 ) -> Result<Vec<Quantity>, SensorError> {
+    use Driver as D;
     let values = match driver {
-        "bme280" => read_bme280(i2c, address, delay, true)?,
-        "bmp280" => read_bme280(i2c, address, delay, false)?,
-        "bh1750" => read_bh1750(i2c, address, delay)?,
-        "sht4x" => read_sht4x(i2c, address, delay)?,
-        "sht3x" => read_sht3x(i2c, address, delay)?,
-        "aht20" => read_aht20(i2c, address, delay)?,
-        "scd4x" => read_scd4x(i2c, address, delay)?,
-        "ads1115" => read_ads1115(i2c, address, delay)?,
-        other => return Err(SensorError::UnknownDriver(other.to_string())),
+        D::Bme280 => read_bme280(i2c, address, delay, true)?,
+        D::Bmp280 => read_bme280(i2c, address, delay, false)?,
+        D::Bh1750 => read_bh1750(i2c, address, delay)?,
+        D::Sht4x => read_sht4x(i2c, address, delay)?,
+        D::Sht3x => read_sht3x(i2c, address, delay)?,
+        D::Aht20 => read_aht20(i2c, address, delay)?,
+        D::Scd4x => read_scd4x(i2c, address, delay)?,
+        D::Ads1115 => read_ads1115(i2c, address, delay)?,
+        D::Ssd1306 | D::GpioOut | D::GpioIn | D::Pwm | D::Serial | D::Mcu => {
+            return Err(SensorError::NotASensor(driver))
+        }
     };
-    Ok(quantities(driver)
+    Ok(driver
+        .quantities()
         .iter()
         .zip(values)
-        .map(|(&(name, unit), value)| Quantity { name, value, unit })
+        .map(|(q, value)| Quantity {
+            name: q.name,
+            value,
+            unit: q.unit,
+        })
         .collect())
 }
 
-// Each `read_*` returns its values in the order [`quantities`] names them.
+// Each `read_*` returns its values in the order its driver's `quantities` names them.
 
 fn read_bme280<I: I2c<Error = BusError>, D: DelayNs>(
     i2c: I,
@@ -597,10 +535,10 @@ pub(crate) mod tests {
 
     /// Reads `driver` through a recording bus and holds it to its declared footprint: the
     /// largest write and read must be exactly what `footprint` says.
-    fn read_sized(driver: &str, mock: &Mock, address: u8) -> Result<Vec<Quantity>, SensorError> {
+    fn read_sized(driver: Driver, mock: &Mock, address: u8) -> Result<Vec<Quantity>, SensorError> {
         let (bus, largest) = Sizes::new(MockBus(mock.clone()));
         let q = read_with(driver, bus, address, NoDelay);
-        let fp = footprint(driver).unwrap();
+        let fp = driver.footprint().unwrap();
         assert_eq!(
             largest.get(),
             (fp.write, fp.read),
@@ -611,11 +549,13 @@ pub(crate) mod tests {
 
     #[test]
     fn every_driver_has_a_footprint_that_writes() {
-        for d in DRIVERS {
-            let fp = footprint(d).unwrap_or_else(|| panic!("{d} has no footprint"));
+        for d in Driver::ALL.iter().copied().filter(|d| d.is_sensor()) {
+            let fp = d
+                .footprint()
+                .unwrap_or_else(|| panic!("{d} has no footprint"));
             assert!(fp.write > 0 && fp.read > 0 && !fp.writes.is_empty(), "{d}");
         }
-        assert_eq!(footprint("ssd1306"), None);
+        assert_eq!(Driver::Ssd1306.footprint(), None);
     }
 
     // BME280 (BST-BME280-DS002, table 18)
@@ -674,7 +614,7 @@ pub(crate) mod tests {
             ),
         ]);
         let mut mock = Mock::new(&expected);
-        let q = read_sized("bme280", &mock, BME).unwrap();
+        let q = read_sized(Driver::Bme280, &mock, BME).unwrap();
         mock.done();
         assert_eq!(q.len(), 3);
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
@@ -688,7 +628,7 @@ pub(crate) mod tests {
     #[test]
     fn bme280_stops_at_a_chip_id_that_is_not_a_bosch_sensor() {
         let mut mock = Mock::new(&[T::write_read(BME, vec![ID], vec![0x00])]);
-        let e = read("bme280", MockBus(mock.clone()), BME).unwrap_err();
+        let e = read(Driver::Bme280, MockBus(mock.clone()), BME).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("chip id")),
@@ -700,7 +640,7 @@ pub(crate) mod tests {
     fn a_nack_from_the_driver_comes_out_as_a_bus_nack() {
         let mut mock = Mock::new(&[T::write_read(BME, vec![ID], vec![0x00])
             .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
-        let e = read("bme280", MockBus(mock.clone()), BME).unwrap_err();
+        let e = read(Driver::Bme280, MockBus(mock.clone()), BME).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(BME)));
     }
@@ -717,7 +657,7 @@ pub(crate) mod tests {
             T::write(BH, vec![ONE_TIME_H]),
             T::read(BH, vec![0x01, 0x90]),
         ]);
-        let q = read_sized("bh1750", &mock, BH).unwrap();
+        let q = read_sized(Driver::Bh1750, &mock, BH).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("illuminance", "lux"));
         assert!((q[0].value - 400.0 / 1.2).abs() < 0.01, "{q:?}");
@@ -768,7 +708,7 @@ pub(crate) mod tests {
             T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
             T::read(SHT4X, words(&[raw_t, raw_rh])),
         ]);
-        let q = read_sized("sht4x", &mock, SHT4X).unwrap();
+        let q = read_sized(Driver::Sht4x, &mock, SHT4X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
@@ -785,7 +725,7 @@ pub(crate) mod tests {
             T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
             T::read(SHT4X, words(&[0x6666, 0xFFFF])),
         ]);
-        let q = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap();
+        let q = read_with(Driver::Sht4x, MockBus(mock.clone()), SHT4X, NoDelay).unwrap();
         mock.done();
         assert_eq!(q[1].value, 100.0);
     }
@@ -798,7 +738,7 @@ pub(crate) mod tests {
             T::write(SHT4X, vec![SHT4X_MEASURE_HIGH_PRECISION]),
             T::read(SHT4X, bytes),
         ]);
-        let e = read_with("sht4x", MockBus(mock.clone()), SHT4X, NoDelay).unwrap_err();
+        let e = read_with(Driver::Sht4x, MockBus(mock.clone()), SHT4X, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
@@ -810,7 +750,7 @@ pub(crate) mod tests {
     fn sht4x_at_an_absent_address_comes_out_as_a_bus_nack() {
         let mut mock = Mock::new(&[T::write(0x45, vec![SHT4X_MEASURE_HIGH_PRECISION])
             .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
-        let e = read_with("sht4x", MockBus(mock.clone()), 0x45, NoDelay).unwrap_err();
+        let e = read_with(Driver::Sht4x, MockBus(mock.clone()), 0x45, NoDelay).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(0x45)));
     }
@@ -818,7 +758,7 @@ pub(crate) mod tests {
     #[test]
     fn sht4x_refuses_an_address_the_chip_cannot_have_without_touching_the_bus() {
         let mut mock = Mock::new(&[]);
-        let e = read_with("sht4x", MockBus(mock.clone()), 0x40, NoDelay).unwrap_err();
+        let e = read_with(Driver::Sht4x, MockBus(mock.clone()), 0x40, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("0x40")),
@@ -841,7 +781,7 @@ pub(crate) mod tests {
             T::read(SHT3X, words(&[raw_t, raw_rh])),
             T::transaction_end(SHT3X),
         ]);
-        let q = read_sized("sht3x", &mock, SHT3X).unwrap();
+        let q = read_sized(Driver::Sht3x, &mock, SHT3X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = -45.0 + 175.0 * raw_t as f64 / 65535.0;
@@ -863,7 +803,7 @@ pub(crate) mod tests {
             T::read(SHT3X, bytes),
             T::transaction_end(SHT3X),
         ]);
-        let e = read_with("sht3x", MockBus(mock.clone()), SHT3X, NoDelay).unwrap_err();
+        let e = read_with(Driver::Sht3x, MockBus(mock.clone()), SHT3X, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
@@ -905,7 +845,7 @@ pub(crate) mod tests {
             T::read(AHT20, vec![idle]),
             T::read(AHT20, aht20_reading(idle, raw_rh, raw_t)),
         ]);
-        let q = read_sized("aht20", &mock, AHT20).unwrap();
+        let q = read_sized(Driver::Aht20, &mock, AHT20).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].unit), ("temperature", "degC"));
         let t = raw_t as f64 / (1 << 20) as f64 * 200.0 - 50.0;
@@ -925,7 +865,7 @@ pub(crate) mod tests {
             expected.push(T::write(AHT20, AHT20_INITIALIZE.to_vec()));
         }
         let mut mock = Mock::new(&expected);
-        let e = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
+        let e = read_with(Driver::Aht20, MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("within 100 bus operations")),
@@ -937,7 +877,7 @@ pub(crate) mod tests {
     fn aht20_passes_a_nack_through_as_a_bus_nack() {
         let mut mock = Mock::new(&[T::read(AHT20, vec![0x00])
             .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
-        let e = read_with("aht20", MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
+        let e = read_with(Driver::Aht20, MockBus(mock.clone()), AHT20, NoDelay).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(AHT20)));
     }
@@ -964,7 +904,7 @@ pub(crate) mod tests {
             T::read(SCD4X, words(&[co2, raw_t, raw_rh])),
             T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
         ]);
-        let q = read_sized("scd4x", &mock, SCD4X).unwrap();
+        let q = read_sized(Driver::Scd4x, &mock, SCD4X).unwrap();
         mock.done();
         assert_eq!((q[0].name, q[0].value, q[0].unit), ("co2", 812.0, "ppm"));
         assert_eq!((q[1].name, q[1].unit), ("temperature", "degC"));
@@ -990,7 +930,7 @@ pub(crate) mod tests {
             T::read(SCD4X, sample),
             T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()),
         ]);
-        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        let e = read_with(Driver::Scd4x, MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("CRC")),
@@ -1010,7 +950,7 @@ pub(crate) mod tests {
         }
         expected.push(T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec()));
         let mut mock = Mock::new(&expected);
-        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        let e = read_with(Driver::Scd4x, MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("no sample")),
@@ -1022,7 +962,7 @@ pub(crate) mod tests {
     fn scd4x_that_is_absent_comes_out_as_a_bus_nack() {
         let mut mock = Mock::new(&[T::write(SCD4X, SCD4X_STOP_PERIODIC_MEASUREMENT.to_vec())
             .with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address))]);
-        let e = read_with("scd4x", MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
+        let e = read_with(Driver::Scd4x, MockBus(mock.clone()), SCD4X, NoDelay).unwrap_err();
         mock.done();
         assert_eq!(e, SensorError::Bus(BusError::Nack(SCD4X)));
     }
@@ -1091,7 +1031,7 @@ pub(crate) mod tests {
             ]);
         }
         let mut mock = Mock::new(&expected);
-        let q = read_sized("ads1115", &mock, ADS1115).unwrap();
+        let q = read_sized(Driver::Ads1115, &mock, ADS1115).unwrap();
         mock.done();
         let names: Vec<_> = q.iter().map(|q| (q.name, q.unit)).collect();
         assert_eq!(
@@ -1111,7 +1051,7 @@ pub(crate) mod tests {
     #[test]
     fn ads1115_refuses_an_address_outside_its_four_without_touching_the_bus() {
         let mut mock = Mock::new(&[]);
-        let e = read_with("ads1115", MockBus(mock.clone()), 0x50, NoDelay).unwrap_err();
+        let e = read_with(Driver::Ads1115, MockBus(mock.clone()), 0x50, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("0x50")),
@@ -1138,7 +1078,7 @@ pub(crate) mod tests {
             ));
         }
         let mut mock = Mock::new(&expected);
-        let e = read_with("ads1115", MockBus(mock.clone()), ADS1115, NoDelay).unwrap_err();
+        let e = read_with(Driver::Ads1115, MockBus(mock.clone()), ADS1115, NoDelay).unwrap_err();
         mock.done();
         assert!(
             matches!(e, SensorError::Driver(ref m) if m.contains("did not finish")),
@@ -1147,14 +1087,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_unknown_driver_is_refused_without_touching_the_bus() {
-        let mut mock = Mock::new(&[]);
-        let e = read("dht22", MockBus(mock.clone()), 0x40).unwrap_err();
-        mock.done();
-        assert_eq!(e, SensorError::UnknownDriver("dht22".into()));
-        assert!(quantities("dht22").is_empty());
-        for d in DRIVERS {
-            assert!(!quantities(d).is_empty(), "{d}");
+    fn a_driver_that_is_not_a_sensor_is_refused_without_touching_the_bus() {
+        for d in Driver::ALL.iter().copied().filter(|d| !d.is_sensor()) {
+            let mut mock = Mock::new(&[]);
+            let e = read(d, MockBus(mock.clone()), 0x40).unwrap_err();
+            mock.done();
+            assert_eq!(e, SensorError::NotASensor(d));
+            assert!(d.quantities().is_empty(), "{d}");
         }
     }
 }

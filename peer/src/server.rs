@@ -19,13 +19,10 @@ use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
 pub use covo_wire::host::ToolHost;
 use covo_wire::mqtt::{
-    chunk_plan, options, spawn_driver, status_will, BrokerAuth, DriverOptions, Handler,
-    PacketLimit, Stop,
+    chunk_plan, options, spawn_driver, status_will, BrokerAuth, Client, DriverOptions, Handler,
+    Incoming, PacketLimit, QoS, Stop,
 };
 use covo_wire::protocol::{self, ReplyRefused, Response, Status, Topics};
-use rumqttc::v5::mqttbytes::v5::Publish;
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::AsyncClient;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -87,7 +84,7 @@ struct PeerHandler {
 /// (`may_wait` false) a full queue drops the answer; on a worker thread it waits for room, so
 /// a large chunked answer goes out whole. Chunks fit the broker's packet limit `limit`.
 fn reply(
-    client: &AsyncClient,
+    client: &Client,
     topic: String,
     correlation: Option<bytes::Bytes>,
     call_id: &str,
@@ -134,7 +131,7 @@ fn sendable(
 }
 
 impl Handler for PeerHandler {
-    fn connected(&mut self, client: &AsyncClient) {
+    fn connected(&mut self, client: &Client) {
         if let Err(e) = client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
             tracing::warn!(error = %e, "peer subscribe failed");
         }
@@ -147,9 +144,9 @@ impl Handler for PeerHandler {
         );
     }
 
-    fn publish(&mut self, client: &AsyncClient, p: Publish) {
-        let topic = String::from_utf8_lossy(&p.topic).into_owned();
-        let props = p.properties.clone().unwrap_or_default();
+    fn publish(&mut self, client: &Client, p: Incoming) {
+        let topic = p.topic.clone();
+        let props = &p.properties;
         // Answers go only to the requesting gateway's own response topic: any client can
         // publish a request, and must not make the peer publish anywhere else.
         let res_topic = match self
@@ -260,7 +257,7 @@ impl PeerServer {
             &client_id,
             Some(status_will(&status)),
         )?;
-        let (client, eventloop) = AsyncClient::new(o, covo_wire::mqtt::QUEUE);
+        let (client, connection) = Client::new(o);
         let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let limit = PacketLimit::default();
         let handler = PeerHandler {
@@ -279,7 +276,7 @@ impl PeerServer {
             limit,
         };
         let thread =
-            spawn_driver(driver, client, eventloop, handler, rx).map_err(|e| e.to_string())?;
+            spawn_driver(driver, client, connection, handler, rx).map_err(|e| e.to_string())?;
         Ok(PeerServer {
             stop: Some(tx),
             thread: Some(thread),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the chat channels cost an idle `covo run` (issue 17: <= 1 MiB of RSS): the edge build
 # with every default feature, `[telegram]` and `[web]` on and idle, against an edge build
-# without the `telegram` and `web` features (`--no-default-features --features mcp`), in the
+# without the `telegram` and `web` features (`--no-default-features --features hal,mcp`), in the
 # same run, both on the sim board with the broker up. Telegram long-polls a stand-in Bot API on
 # 127.0.0.1 (a Python server that holds each getUpdates for its timeout and answers nothing
 # new), so the bot is polling, as it is on a quiet day; the dashboard listens, with no page open.
@@ -23,7 +23,7 @@ fi
 if [ -z "${OFF_BIN:-}" ]; then
   # Its own target dir: other features, other artifacts.
   cargo build --profile edge -p covo-gateway --bin covo --target "$musl" --no-default-features \
-    --features mcp --target-dir "$target_dir/no-channels" >&2 || fail "the edge build without telegram and web failed"
+    --features hal,mcp --target-dir "$target_dir/no-channels" >&2 || fail "the edge build without telegram and web failed"
   OFF_BIN=$target_dir/no-channels/$musl/edge/covo
 fi
 ON_BIN=$(realpath "$ON_BIN"); OFF_BIN=$(realpath "$OFF_BIN")

@@ -7,3 +7,7 @@ pub mod broker;
 pub mod http_fake;
 pub mod llm_server;
 pub mod venv;
+
+/// The MQTT client of the raw test clients ([`broker::Raw`]), for tests of crates that do not
+/// depend on it (only `covo-wire` names rumqttc in covo's own code).
+pub use rumqttc;

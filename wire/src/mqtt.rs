@@ -8,11 +8,15 @@
 //! the queue is full): the poll task only uses `try_*`, other threads may block.
 //!
 //! Responses larger than [`CHUNK`] cross as numbered chunks ([`publish_response`], [`Partial`]).
+//!
+//! rumqttc is named only in this module: the gateway and the peer drive it through the small
+//! types here ([`Client`], [`Connection`], [`Options`], [`Will`], [`QoS`], [`Properties`],
+//! [`Incoming`], [`ClientError`]), so neither depends on rumqttc itself
+//! (`tests/tests/integration/crate_graph.rs`).
 
 use crate::protocol::Status;
 use bytes::Bytes;
-use rumqttc::v5::mqttbytes::v5::{LastWill, Packet, Publish, PublishProperties};
-use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::{Filter, LastWill, Packet, Publish, PublishProperties};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
 use rumqttc::NetworkOptions;
 use std::collections::{HashMap, VecDeque};
@@ -30,6 +34,186 @@ pub const CHUNK: usize = 512 * 1024;
 pub const MAX_CHUNKS: usize = 128;
 /// The user property that marks a chunk: `"i/n"`, 1-based.
 pub const CHUNK_PROPERTY: &str = "covo-chunk";
+
+/// The delivery guarantee of a publish or a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QoS {
+    /// At most once (0): fire and forget.
+    AtMostOnce,
+    /// At least once (1): acknowledged, may arrive twice.
+    AtLeastOnce,
+    /// Exactly once (2).
+    ExactlyOnce,
+}
+
+impl QoS {
+    fn raw(self) -> rumqttc::v5::mqttbytes::QoS {
+        use rumqttc::v5::mqttbytes::QoS as R;
+        match self {
+            QoS::AtMostOnce => R::AtMostOnce,
+            QoS::AtLeastOnce => R::AtLeastOnce,
+            QoS::ExactlyOnce => R::ExactlyOnce,
+        }
+    }
+
+    fn from_raw(q: rumqttc::v5::mqttbytes::QoS) -> QoS {
+        use rumqttc::v5::mqttbytes::QoS as R;
+        match q {
+            R::AtMostOnce => QoS::AtMostOnce,
+            R::AtLeastOnce => QoS::AtLeastOnce,
+            R::ExactlyOnce => QoS::ExactlyOnce,
+        }
+    }
+}
+
+/// The MQTT 5 properties of a publish that covo sends or reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    /// Where the answer to a request goes.
+    pub response_topic: Option<String>,
+    /// Ties an answer to its request (covo: the call id).
+    pub correlation_data: Option<Bytes>,
+    /// The payload's MIME type.
+    pub content_type: Option<String>,
+    /// Seconds after which the broker drops an undelivered message.
+    pub message_expiry_interval: Option<u32>,
+    /// User properties, in order (covo: [`CHUNK_PROPERTY`]).
+    pub user_properties: Vec<(String, String)>,
+}
+
+impl Properties {
+    fn raw(self) -> PublishProperties {
+        PublishProperties {
+            response_topic: self.response_topic,
+            correlation_data: self.correlation_data,
+            content_type: self.content_type,
+            message_expiry_interval: self.message_expiry_interval,
+            user_properties: self.user_properties,
+            ..Default::default()
+        }
+    }
+
+    fn from_raw(p: PublishProperties) -> Properties {
+        Properties {
+            response_topic: p.response_topic,
+            correlation_data: p.correlation_data,
+            content_type: p.content_type,
+            message_expiry_interval: p.message_expiry_interval,
+            user_properties: p.user_properties,
+        }
+    }
+}
+
+/// A message that arrived on a subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// Its topic (lossily decoded, as MQTT topics are UTF-8).
+    pub topic: String,
+    /// Its payload.
+    pub payload: Bytes,
+    /// Whether the broker delivered it as retained.
+    pub retain: bool,
+    /// The QoS it was delivered with.
+    pub qos: QoS,
+    /// Its properties (all empty when it carried none).
+    pub properties: Properties,
+}
+
+impl Incoming {
+    fn from_raw(p: Publish) -> Incoming {
+        Incoming {
+            topic: String::from_utf8_lossy(&p.topic).into_owned(),
+            payload: p.payload,
+            retain: p.retain,
+            qos: QoS::from_raw(p.qos),
+            properties: p.properties.map(Properties::from_raw).unwrap_or_default(),
+        }
+    }
+}
+
+/// Why the client did not take a request: its queue is full, or the driver is gone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientError(String);
+
+impl From<rumqttc::v5::ClientError> for ClientError {
+    fn from(e: rumqttc::v5::ClientError) -> Self {
+        ClientError(e.to_string())
+    }
+}
+
+/// The handle that queues requests for the connection (cheap to clone). Every call only
+/// queues (`try_*`): it never blocks, and fails when the queue of [`QUEUE`] requests is full.
+#[derive(Debug, Clone)]
+pub struct Client(AsyncClient);
+
+/// The connection a [`Client`] talks through, for [`spawn_driver`] to poll.
+pub struct Connection(EventLoop);
+
+/// Connection options made by [`options`].
+#[derive(Debug, Clone)]
+pub struct Options(MqttOptions);
+
+/// The message the broker publishes when the connection is lost ([`status_will`]).
+#[derive(Debug, Clone)]
+pub struct Will(LastWill);
+
+impl Client {
+    /// A client with its connection, which does nothing until [`spawn_driver`] polls it.
+    pub fn new(options: Options) -> (Client, Connection) {
+        let (c, e) = AsyncClient::new(options.0, QUEUE);
+        (Client(c), Connection(e))
+    }
+
+    /// Queues a SUBSCRIBE to `filter`.
+    pub fn try_subscribe(&self, filter: impl Into<String>, qos: QoS) -> Result<(), ClientError> {
+        Ok(self.0.try_subscribe(filter, qos.raw())?)
+    }
+
+    /// Queues one SUBSCRIBE to all of `filters` (one SUBACK).
+    pub fn try_subscribe_many(
+        &self,
+        filters: impl IntoIterator<Item = String>,
+        qos: QoS,
+    ) -> Result<(), ClientError> {
+        let filters = filters.into_iter().map(|f| Filter::new(f, qos.raw()));
+        Ok(self.0.try_subscribe_many(filters)?)
+    }
+
+    /// Queues an UNSUBSCRIBE from `filter`.
+    pub fn try_unsubscribe(&self, filter: impl Into<String>) -> Result<(), ClientError> {
+        Ok(self.0.try_unsubscribe(filter)?)
+    }
+
+    /// Queues a publish.
+    pub fn try_publish(
+        &self,
+        topic: impl Into<String>,
+        qos: QoS,
+        retain: bool,
+        payload: impl Into<Bytes>,
+    ) -> Result<(), ClientError> {
+        Ok(self.0.try_publish(topic, qos.raw(), retain, payload)?)
+    }
+
+    /// Queues a publish with MQTT 5 properties.
+    pub fn try_publish_with_properties(
+        &self,
+        topic: impl Into<String>,
+        qos: QoS,
+        retain: bool,
+        payload: impl Into<Bytes>,
+        properties: Properties,
+    ) -> Result<(), ClientError> {
+        Ok(self.0.try_publish_with_properties(
+            topic,
+            qos.raw(),
+            retain,
+            payload,
+            properties.raw(),
+        )?)
+    }
+}
 
 /// Why a response could not be queued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,7 +310,7 @@ pub fn chunk_plan(
 /// in order of `i`. The split is by size, always: every message fits `limit`. `may_wait`: when
 /// the client's queue is full, wait for room (only off the poll task); otherwise give up at once.
 pub fn publish_response(
-    client: &AsyncClient,
+    client: &Client,
     topic: &str,
     correlation: Option<Bytes>,
     body: &[u8],
@@ -141,7 +325,7 @@ pub fn publish_response(
         body.chunks(per).collect()
     };
     for (i, c) in chunks.iter().enumerate() {
-        let mut props = PublishProperties {
+        let mut props = Properties {
             correlation_data: correlation.clone(),
             content_type: Some("application/json".into()),
             ..Default::default()
@@ -383,8 +567,8 @@ pub fn options(
     url: &str,
     auth: &BrokerAuth,
     client_id: &str,
-    will: Option<LastWill>,
-) -> Result<MqttOptions, String> {
+    will: Option<Will>,
+) -> Result<Options, String> {
     let addr = parse_url(url)?;
     let mut o = MqttOptions::new(client_id, addr.host, addr.port);
     if addr.tls {
@@ -410,29 +594,35 @@ pub fn options(
         .set_outgoing_inflight_upper_limit(MAX_INFLIGHT)
         .set_connection_timeout(5);
     if let Some(will) = will {
-        o.set_last_will(will);
+        o.set_last_will(will.0);
     }
     let mut net = NetworkOptions::new();
     net.set_tcp_nodelay(true);
     net.set_connection_timeout(5);
     o.set_network_options(net);
-    Ok(o)
+    Ok(Options(o))
 }
 
 /// A retained status message, QoS 1.
-pub fn status_will(topic: &str) -> LastWill {
+pub fn status_will(topic: &str) -> Will {
     let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
-    LastWill::new(topic, body, QoS::AtLeastOnce, true, None)
+    Will(LastWill::new(
+        topic,
+        body,
+        QoS::AtLeastOnce.raw(),
+        true,
+        None,
+    ))
 }
 
 /// What the driver tells its owner. Called on the poll task: never block, only `try_*`.
 pub trait Handler: Send + 'static {
     /// A `ConnAck`: (re)subscribe and publish the birth.
-    fn connected(&mut self, client: &AsyncClient);
+    fn connected(&mut self, client: &Client);
     /// A `SubAck`.
-    fn subscribed(&mut self, _client: &AsyncClient) {}
+    fn subscribed(&mut self, _client: &Client) {}
     /// An incoming publish.
-    fn publish(&mut self, client: &AsyncClient, p: Publish);
+    fn publish(&mut self, client: &Client, p: Incoming);
     /// The connection dropped (or failed to come up), with rumqttc's reason.
     fn disconnected(&mut self, _reason: &str) {}
 }
@@ -474,8 +664,8 @@ pub struct DriverOptions {
 /// Runs the event loop on a dedicated thread with a current-thread tokio runtime.
 pub fn spawn_driver<H: Handler>(
     opts: DriverOptions,
-    client: AsyncClient,
-    mut eventloop: EventLoop,
+    client: Client,
+    connection: Connection,
     mut handler: H,
     stop_rx: tokio::sync::oneshot::Receiver<Stop>,
 ) -> std::io::Result<JoinHandle<()>> {
@@ -484,6 +674,7 @@ pub fn spawn_driver<H: Handler>(
         status_topic,
         limit,
     } = opts;
+    let mut eventloop = connection.0;
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
@@ -514,7 +705,9 @@ pub fn spawn_driver<H: Handler>(
                                 handler.connected(&client);
                             }
                             Ok(Event::Incoming(Packet::SubAck(_))) => handler.subscribed(&client),
-                            Ok(Event::Incoming(Packet::Publish(p))) => handler.publish(&client, p),
+                            Ok(Event::Incoming(Packet::Publish(p))) => {
+                                handler.publish(&client, Incoming::from_raw(p))
+                            }
                             Ok(_) => {}
                             Err(e) => {
                                 up = false;
@@ -541,7 +734,7 @@ pub fn spawn_driver<H: Handler>(
 /// publishes go out and be acknowledged (at most [`DRAIN`]), sends DISCONNECT and reads until
 /// the broker closes its side, so the socket ends with nothing unread (an unread byte makes the
 /// kernel reset the connection, and the broker then treats it as lost and sends the Will).
-async fn graceful_close(client: &AsyncClient, eventloop: &mut EventLoop, status: Option<&str>) {
+async fn graceful_close(client: &Client, eventloop: &mut EventLoop, status: Option<&str>) {
     if let Some(topic) = status {
         let body = serde_json::to_vec(&Status::offline()).unwrap_or_default();
         let _ = client.try_publish(topic, QoS::AtLeastOnce, true, body);
@@ -561,7 +754,7 @@ async fn graceful_close(client: &AsyncClient, eventloop: &mut EventLoop, status:
     if matches!(drained, Ok(false)) {
         return; // the connection is gone already
     }
-    if client.try_disconnect().is_err() {
+    if client.0.try_disconnect().is_err() {
         return;
     }
     // After our DISCONNECT the broker closes the connection: read until it does.
@@ -591,7 +784,7 @@ pub fn topic_matches(filter: &str, topic: &str) -> bool {
 }
 
 /// rumqttc's connection error in words a user can act on.
-pub fn describe(e: &rumqttc::v5::ConnectionError) -> String {
+fn describe(e: &rumqttc::v5::ConnectionError) -> String {
     use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
     use rumqttc::v5::ConnectionError as E;
     match e {
@@ -609,7 +802,7 @@ pub fn describe(e: &rumqttc::v5::ConnectionError) -> String {
 }
 
 /// Publishes a retained `online` birth listing `tools` (never blocks).
-pub fn publish_birth(client: &AsyncClient, topic: &str, tools: Vec<String>) {
+pub fn publish_birth(client: &Client, topic: &str, tools: Vec<String>) {
     let birth = serde_json::to_vec(&Status::online(tools)).unwrap_or_default();
     let _ = client.try_publish(topic, QoS::AtLeastOnce, true, birth);
 }

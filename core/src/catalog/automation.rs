@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "automation";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "automation";
 
 /// `watch_create`.
 pub static WATCH_CREATE: ToolSpec = ToolSpec {

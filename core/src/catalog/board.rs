@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "board";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "board";
 
 /// `board_info`.
 pub static BOARD_INFO: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "code_exec";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "code_exec";
 
 /// `code_run`.
 pub static CODE_RUN: ToolSpec = ToolSpec {

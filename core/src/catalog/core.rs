@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "core";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "core";
 
 /// `conversation_search`.
 pub static CONVERSATION_SEARCH: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "delegation";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "delegation";
 
 /// `subagent_spawn`.
 pub static SUBAGENT_SPAWN: ToolSpec = ToolSpec {

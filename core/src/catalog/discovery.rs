@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "discovery";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "discovery";
 
 /// `tool_search`.
 pub static TOOL_SEARCH: ToolSpec = ToolSpec {

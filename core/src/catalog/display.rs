@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "display";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "display";
 
 /// `display_text`.
 pub static DISPLAY_TEXT: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "docs";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "docs";
 
 /// `docs_search`.
 pub static DOCS_SEARCH: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "fs";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "fs";
 
 /// `fs_read`.
 pub static FS_READ: ToolSpec = ToolSpec {

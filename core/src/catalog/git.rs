@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "git";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "git";
 
 /// `git_status`.
 pub static GIT_STATUS: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "gpio";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "gpio";
 
 /// `gpio_read`.
 pub static GPIO_READ: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "i2c";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "i2c";
 
 /// `i2c_scan`.
 pub static I2C_SCAN: ToolSpec = ToolSpec {

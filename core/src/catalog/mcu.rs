@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "mcu";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "mcu";
 
 /// `mcu_list`.
 pub static MCU_LIST: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "media";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "media";
 
 /// `image_generate`.
 pub static IMAGE_GENERATE: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "memory";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "memory";
 
 /// `memory_store`.
 pub static MEMORY_STORE: ToolSpec = ToolSpec {

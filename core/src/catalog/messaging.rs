@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "messaging";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "messaging";
 
 /// `channel_list`.
 pub static CHANNEL_LIST: ToolSpec = ToolSpec {

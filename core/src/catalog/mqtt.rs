@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "mqtt";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "mqtt";
 
 /// `mqtt_publish`.
 pub static MQTT_PUBLISH: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "patch";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "patch";
 
 /// `fs_edit`.
 pub static FS_EDIT: ToolSpec = ToolSpec {

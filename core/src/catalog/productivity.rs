@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "productivity";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "productivity";
 
 /// `todo_read`.
 pub static TODO_READ: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "search";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "search";
 
 /// `file_search`.
 pub static FILE_SEARCH: ToolSpec = ToolSpec {

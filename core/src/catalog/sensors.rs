@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "sensors";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "sensors";
 
 /// `sensor_list`.
 pub static SENSOR_LIST: ToolSpec = ToolSpec {

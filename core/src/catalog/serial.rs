@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "serial";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "serial";
 
 /// `serial_list`.
 pub static SERIAL_LIST: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "shell";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "shell";
 
 /// `shell_exec`.
 pub static SHELL_EXEC: ToolSpec = ToolSpec {

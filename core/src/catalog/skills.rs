@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "skills";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "skills";
 
 /// `skill_list`.
 pub static SKILL_LIST: ToolSpec = ToolSpec {

@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "spi";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "spi";
 
 /// `spi_transfer`.
 pub static SPI_TRANSFER: ToolSpec = ToolSpec {

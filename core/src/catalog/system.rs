@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "system";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "system";
 
 /// `system_info`.
 pub static SYSTEM_INFO: ToolSpec = ToolSpec {

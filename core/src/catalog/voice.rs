@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "voice";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "voice";
 
 /// `voice_say`.
 pub static VOICE_SAY: ToolSpec = ToolSpec {

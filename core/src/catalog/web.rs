@@ -2,7 +2,8 @@
 
 use crate::spec::{Effect, Profiles, Runs, ToolSpec};
 
-const TOOLSET: &str = "web";
+/// This toolset's name: what code elsewhere uses to name it.
+pub const TOOLSET: &str = "web";
 
 /// `web_fetch`.
 pub static WEB_FETCH: ToolSpec = ToolSpec {

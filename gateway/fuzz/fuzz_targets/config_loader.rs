@@ -4,7 +4,7 @@
 #![no_main]
 
 use covo::config::Config;
-use covo_hal_tools::board::BoardDef;
+use covo_board::board::BoardDef;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

@@ -1,18 +1,17 @@
 //! The tool-argument parser: arbitrary bytes as a model's JSON arguments for any built-in tool.
 //! The first two bytes pick the tool, the rest is the arguments. Each parse goes through what
 //! turns arguments into a call the policy can judge: JSON decoding, the tool's JSON Schema
-//! (`schema::Validators`), its access function (`ToolDef::access`, which parses addresses, byte
-//! strings, pins and channels) judged by `Board::check` on a permissive and a read-only board,
-//! and the shared argument parsers (`tools::hwargs`, `covo_hal_tools::values`). Nothing may
-//! panic, whatever the arguments.
+//! (`schema::Validators`), its typed arguments (`ToolDef::prepare`, which parses addresses, byte
+//! strings, pins and channels once and resolves them against the board) whose accesses are
+//! judged by `Board::check` on a permissive and a read-only board, and the value parsers
+//! (`covo_board::values`). Nothing may panic, whatever the arguments.
 #![no_main]
 
 use covo::hardware::Board;
 use covo::schema::Validators;
 use covo::spec::ToolDef;
-use covo::tools::hwargs;
-use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::values;
+use covo_board::board::BoardDef;
+use covo_board::values;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -43,20 +42,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = w.validators.check(tool.spec, &args);
-    // Access functions run after validation in the pipeline; they must not panic on anything.
+    // Typed arguments are parsed after validation in the pipeline; even unvalidated ones must
+    // not panic.
     for board in &w.boards {
-        for access in tool.access(board.def(), &args) {
-            let _ = access.writes();
-            let _ = board.check(&access);
+        if let Ok(Some(call)) = tool.prepare(board.def(), &args) {
+            for access in &call.access {
+                let _ = access.writes();
+                let _ = board.check(access);
+            }
         }
-        let def = board.def();
-        let _ = hwargs::bus_of(def, &args);
-        let _ = hwargs::address_of(&args);
-        let _ = hwargs::pin_of(def, args.get("pin"));
-        let _ = hwargs::channel_of(def, args.get("channel"));
-        let _ = hwargs::mcu_device_of(def, &args);
-        let _ = hwargs::len_of(&args, "data");
-        let _ = hwargs::count_of(&args);
     }
     if let Value::Object(map) = &args {
         for (k, v) in map {

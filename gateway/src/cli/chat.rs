@@ -260,7 +260,7 @@ async fn interactive(mut agent: Agent) -> anyhow::Result<ExitCode> {
                 let (rt2, sampled) = (rt.clone(), sampled.clone());
                 let _ = tokio::task::spawn_blocking(move || {
                     let mut last = sampled.lock().unwrap_or_else(|p| p.into_inner());
-                    for line in crate::tools::sensors::sample_due(rt2.as_ref(), &mut last) {
+                    for line in crate::tools::readings::sample_due(rt2.as_ref(), &mut last) {
                         tracing::debug!(%line, "sampled");
                     }
                 })

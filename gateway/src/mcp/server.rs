@@ -409,7 +409,7 @@ fn sensors(rt: &Runtime) -> Vec<String> {
         .def()
         .device
         .iter()
-        .filter(|d| !covo_hal_tools::sensors::quantities(&d.driver).is_empty())
+        .filter(|d| d.driver.is_sensor())
         .map(|d| d.name.clone())
         .collect()
 }
@@ -472,7 +472,7 @@ fn read(rt: &Runtime, res: &Res, uri: &str) -> Result<ResourceContents, String> 
         Res::Board => {
             let def = rt.board().def();
             let text = if def.source.as_os_str().is_empty() {
-                covo_hal_tools::board::SIM_TOML.to_string()
+                covo_board::board::SIM_TOML.to_string()
             } else {
                 std::fs::read_to_string(&def.source)
                     .map_err(|e| format!("cannot read {}: {e}", def.source.display()))?
@@ -486,7 +486,7 @@ fn read(rt: &Runtime, res: &Res, uri: &str) -> Result<ResourceContents, String> 
                 v = latest(
                     rt,
                     s,
-                    chrono::Duration::days(crate::tools::sensors::MAX_WINDOW_DAYS),
+                    chrono::Duration::days(crate::tools::readings::MAX_WINDOW_DAYS),
                 )?;
             }
             ResourceContents::text(v.to_string(), uri).with_mime_type("application/json")

@@ -5,6 +5,7 @@ use crate::exec::Cx;
 use crate::spec::ToolDef;
 use crate::store::NewWatch;
 use crate::watch::{Op, Rule};
+use covo_board::driver::Driver;
 use covo_core::catalog::automation as c;
 use serde_json::{json, Value};
 
@@ -23,7 +24,7 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let quantity = args["quantity"].as_str().unwrap_or_default();
     let def = cx.board().def();
     let declared = def.device(sensor);
-    if declared.is_some_and(|d| d.driver == "mcu") {
+    if declared.is_some_and(|d| d.driver == Driver::Mcu) {
         // A microcontroller: its events feed the watch (`watch::McuWatcher`).
         if crate::watch::McuQuantity::parse(quantity).is_none() {
             return Err(invalid(
@@ -35,17 +36,17 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         }
     } else {
         let driver = declared
-            .map(|d| d.driver.clone())
-            .filter(|d| !covo_hal_tools::sensors::quantities(d).is_empty())
+            .map(|d| d.driver)
+            .filter(|d| d.is_sensor())
             .ok_or_else(|| {
                 invalid(
                     "/sensor",
                     format!("'{sensor}' is not a declared sensor or microcontroller (sensor_list and mcu_list show them)"),
                 )
             })?;
-        let known = covo_hal_tools::sensors::quantities(&driver);
-        if !known.iter().any(|(q, _)| *q == quantity) {
-            let names: Vec<&str> = known.iter().map(|(q, _)| *q).collect();
+        let known = driver.quantities();
+        if !known.iter().any(|q| q.name == quantity) {
+            let names: Vec<&str> = known.iter().map(|q| q.name).collect();
             return Err(invalid(
                 "/quantity",
                 format!("'{sensor}' measures {}", names.join(", ")),
@@ -57,7 +58,7 @@ fn watch_create(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     let threshold = args["threshold"].as_f64().unwrap_or_default();
     let for_secs = match args.get("for").and_then(Value::as_str) {
         None => 0,
-        Some(f) => super::sensors::window(f)
+        Some(f) => super::readings::window(f)
             .ok_or_else(|| {
                 invalid(
                     "/for",

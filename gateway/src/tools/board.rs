@@ -3,8 +3,9 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::spec::ToolDef;
+use covo_board::driver::Driver;
+use covo_board::values;
 use covo_core::catalog::board as c;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.
@@ -39,9 +40,9 @@ fn board_info(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
                 "bus": a.bus,
                 "addresses": a.addresses.iter().map(|x| values::show_address(*x)).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
-            "outputs": d.device.iter().filter(|x| x.driver == "gpio_out").filter_map(|x| x.pin).chain(pol.outputs.iter().copied()).collect::<Vec<_>>(),
+            "outputs": d.device.iter().filter(|x| x.driver == Driver::GpioOut).filter_map(|x| x.pin).chain(pol.outputs.iter().copied()).collect::<Vec<_>>(),
             "pwm": pol.pwm.iter().map(|l| json!({"channel": l.channel, "min_hz": l.min_hz, "max_hz": l.max_hz, "max_duty": l.max_duty})).collect::<Vec<_>>(),
-            "max_transfer": pol.max_transfer.unwrap_or(covo_hal_tools::policy::DEFAULT_MAX_TRANSFER),
+            "max_transfer": pol.max_transfer.unwrap_or(covo_board::policy::DEFAULT_MAX_TRANSFER),
             "reserved_i2c": "0x00-0x07, 0x78-0x7f",
         },
     }))
@@ -55,9 +56,9 @@ fn device_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
         .device
         .iter()
         .map(|x| {
-            let status = match (&hw, x.driver.as_str()) {
-                (None, _) => "board unavailable".to_string(),
-                (Some(h), _) if x.address.is_some() => {
+            let status = match &hw {
+                None => "board unavailable".to_string(),
+                Some(h) if x.address.is_some() => {
                     let bus = x.bus.or(d.default_i2c_bus()).unwrap_or(1);
                     // A one-byte read probe, as i2cdetect does: present or not.
                     match h.i2c_read(bus, x.address.unwrap_or(0), 1) {

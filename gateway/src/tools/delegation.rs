@@ -3,7 +3,7 @@
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::link::{Member, PeerLink};
-use crate::spec::ToolDef;
+use crate::spec::{Need, ToolDef};
 use covo_core::catalog::delegation as c;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -14,9 +14,9 @@ pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::peer(&c::SUBAGENT_SPAWN),
     ToolDef::peer(&c::SUBAGENT_STATUS),
     ToolDef::peer(&c::SUBAGENT_RESULT),
-    ToolDef::local(&c::SWARM_MEMBERS, swarm_members),
-    ToolDef::local(&c::SWARM_CALL, swarm_call),
-    ToolDef::local(&c::SWARM_BROADCAST, swarm_broadcast),
+    ToolDef::local(&c::SWARM_MEMBERS, swarm_members).needs(Need::Broker),
+    ToolDef::local(&c::SWARM_CALL, swarm_call).needs(Need::Broker),
+    ToolDef::local(&c::SWARM_BROADCAST, swarm_broadcast).needs(Need::Broker),
 ];
 
 fn member_json(m: &Member) -> Value {

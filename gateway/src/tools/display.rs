@@ -1,70 +1,88 @@
 //! The `display` toolset.
 
 use super::hwargs;
-use crate::error::CallError;
+use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::resolve::ResolveError;
 use covo_core::catalog::display as c;
-use covo_hal_tools::board::BoardDef;
 use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::DISPLAY_TEXT, display_text).with_access(display_access),
-    ToolDef::local(&c::DISPLAY_CLEAR, display_clear).with_access(display_access),
+    ToolDef::typed(&c::DISPLAY_TEXT, &Typed { run: display_text })
+        .needs(Need::Board(Part::Display)),
+    ToolDef::typed(&c::DISPLAY_CLEAR, &Typed { run: display_clear })
+        .needs(Need::Board(Part::Display)),
 ];
 
-/// Drawing writes the display's framebuffer over I2C: the named display, else the board's first,
-/// in transfers of up to `display::MAX_TRANSFER` bytes (a control byte and 16 bytes of GDDRAM),
-/// which `max_transfer` judges.
-fn display_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    let name = args
-        .get("display")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| {
-            def.device
-                .iter()
-                .find(|d| d.driver == "ssd1306")
-                .map(|d| d.name.clone())
-        });
-    match name.and_then(|n| def.device(&n)) {
-        Some(d) => vec![Access::I2cWrite {
-            bus: d.bus.or(def.default_i2c_bus()),
-            address: d.address,
-            bytes: covo_hal_tools::display::MAX_TRANSFER,
-        }],
-        None => Vec::new(),
+/// The display drawing goes to (the board's first), where it sits on the bus, and the lines.
+pub struct Draw {
+    display: String,
+    bus: Option<u8>,
+    address: u8,
+    lines: Vec<String>,
+}
+
+impl Draw {
+    fn parse(p: &Parse<'_>, lines: Vec<String>) -> Result<Self, ToolError> {
+        let d = p.board.default_display().map_err(|e| p.hw(e))?;
+        let address = d.address.ok_or_else(|| {
+            p.hw(ResolveError::NotFound(format!(
+                "display '{}' declares no I2C address",
+                d.name
+            )))
+        })?;
+        Ok(Draw {
+            display: d.name.clone(),
+            bus: d.bus.or(p.board.default_i2c_bus()),
+            address,
+            lines,
+        })
     }
 }
 
-fn display_name(cx: &Cx<'_>, hw: &covo_hal_tools::hw::Hardware) -> Result<String, CallError> {
-    hw.default_display()
-        .map(str::to_string)
-        .ok_or_else(|| cx.fail("this board declares no display"))
+impl ToolArgs for Draw {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        let lines = p.opt("lines", |k, v| {
+            v.as_array()
+                .and_then(|a| {
+                    a.iter()
+                        .map(|l| l.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .ok_or_else(|| covo_board::values::ValueError {
+                    field: format!("/{k}"),
+                    problem: "must be an array of strings".into(),
+                })
+        })?;
+        Draw::parse(p, lines.unwrap_or_default())
+    }
+
+    /// Drawing writes the display's framebuffer over I2C in transfers of up to
+    /// `display::MAX_TRANSFER` bytes (a control byte and 16 bytes of GDDRAM), which
+    /// `max_transfer` judges.
+    fn access(&self) -> Vec<Access> {
+        vec![Access::I2c {
+            bus: self.bus,
+            address: self.address,
+            written: covo_hal_tools::display::MAX_TRANSFER,
+            read: 0,
+        }]
+    }
 }
 
-fn display_text(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn display_text(cx: &Cx<'_>, d: Draw) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let name = display_name(cx, &hw)?;
-    let lines: Vec<String> = args
-        .get("lines")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|l| l.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    hw.display_text(&name, &lines)
+    hw.display_text(&d.display, &d.lines)
         .map_err(|e| hwargs::fail(cx, e))?;
-    Ok(json!({"display": name, "lines": lines}))
+    Ok(json!({"display": d.display, "lines": d.lines}))
 }
 
-fn display_clear(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+fn display_clear(cx: &Cx<'_>, d: Draw) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let name = display_name(cx, &hw)?;
-    hw.display_clear(&name).map_err(|e| hwargs::fail(cx, e))?;
-    Ok(json!({"display": name, "cleared": true}))
+    hw.display_clear(&d.display)
+        .map_err(|e| hwargs::fail(cx, e))?;
+    Ok(json!({"display": d.display, "cleared": true}))
 }

@@ -32,27 +32,25 @@ macro_rules! page {
     };
 }
 
-/// The bundled pages, by id.
-pub static BUNDLED: &[(&str, &str)] = &[
-    page!("bme280"),
-    page!("bh1750"),
-    page!("sht4x"),
-    page!("sht3x"),
-    page!("aht20"),
-    page!("scd4x"),
-    page!("ads1115"),
-    page!("ssd1306"),
-    page!("gpio_out"),
-    page!("pwm"),
-    page!("mcu"),
+/// The bundled pages that are not a driver's: boards and bus basics, by id.
+static OTHER_PAGES: &[(&str, &str)] = &[
     page!("rpi4"),
     page!("rpi5"),
     page!("rpi-zero2w"),
     page!("sim"),
     page!("i2c-basics"),
     page!("spi-basics"),
-    page!("serial-basics"),
 ];
+
+/// The bundled pages, by id: each driver's page from its entry in the driver table
+/// (`covo_board::driver::Driver::docs`), then the boards and bus basics.
+pub fn bundled() -> Vec<(&'static str, &'static str)> {
+    covo_board::driver::Driver::doc_pages()
+        .into_iter()
+        .map(|p| (p.id, p.text))
+        .chain(OTHER_PAGES.iter().copied())
+        .collect()
+}
 
 /// The most user pages read from `$COVO_HOME/docs`.
 pub const MAX_USER_PAGES: usize = 200;
@@ -82,7 +80,7 @@ fn title_of(id: &str, text: &str) -> String {
 /// [`MAX_USER_PAGES`], each at most [`MAX_PAGE_BYTES`]; larger or unreadable files are named in
 /// the second list rather than skipped silently).
 pub fn pages(dir: &Path) -> (Vec<Page>, Vec<String>) {
-    let mut out: Vec<Page> = BUNDLED
+    let mut out: Vec<Page> = bundled()
         .iter()
         .map(|(id, text)| Page {
             id: id.to_string(),
@@ -314,9 +312,24 @@ mod tests {
 
     #[test]
     fn every_bundled_page_has_a_title_and_sections() {
-        for (id, text) in BUNDLED {
+        let mut ids = Vec::new();
+        for (id, text) in bundled() {
             assert!(text.starts_with("# "), "{id} starts with its title");
             assert!(sections(text).len() >= 2, "{id} has sections");
+            assert!(!ids.contains(&id), "{id} is bundled once");
+            ids.push(id);
+        }
+        // Every driver's page (from the driver table) and every board page.
+        for id in [
+            "bme280",
+            "ssd1306",
+            "gpio_out",
+            "mcu",
+            "serial-basics",
+            "rpi4",
+            "sim",
+        ] {
+            assert!(ids.contains(&id), "{id} in {ids:?}");
         }
     }
 

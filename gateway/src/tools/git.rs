@@ -8,7 +8,7 @@ use super::command::{find_program, Cmd};
 use super::fs::{resolve, Workspace};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{AvailCx, ToolDef};
 use covo_core::catalog::git as c;
 use covo_core::spec::Availability;
 use serde::Deserialize;
@@ -30,7 +30,7 @@ const MAX_DIFF_LINES: usize = 3000;
 /// The most paths one call names.
 const MAX_PATHS: usize = 200;
 
-fn needs_git(_: &crate::config::Config) -> Availability {
+fn needs_git(_: &AvailCx<'_>) -> Availability {
     match find_program("git") {
         Some(_) => Availability::yes(),
         None => Availability::no("git is not installed"),

@@ -1,143 +1,191 @@
 //! The `i2c` toolset.
 
-use super::hwargs::{self, opt, req};
+use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::values;
 use covo_core::catalog::i2c as c;
-use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
-use covo_hal_tools::values;
 use serde_json::{json, Value};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::I2C_SCAN, i2c_scan),
-    ToolDef::local(&c::I2C_READ, i2c_read).with_access(read_access),
-    ToolDef::local(&c::I2C_WRITE, i2c_write).with_access(write_access),
-    ToolDef::local(&c::I2C_WRITE_READ, i2c_write_read).with_access(write_read_access),
-    ToolDef::local(&c::I2C_READ_REGISTER, i2c_read_register).with_access(register_access),
+    ToolDef::typed(&c::I2C_SCAN, &Typed { run: i2c_scan }).needs(Need::Board(Part::I2c)),
+    ToolDef::typed(&c::I2C_READ, &Typed { run: i2c_read }).needs(Need::Board(Part::I2c)),
+    ToolDef::typed(&c::I2C_WRITE, &Typed { run: i2c_write }).needs(Need::Board(Part::I2c)),
+    ToolDef::typed(
+        &c::I2C_WRITE_READ,
+        &Typed {
+            run: i2c_write_read,
+        },
+    )
+    .needs(Need::Board(Part::I2c)),
+    ToolDef::typed(
+        &c::I2C_READ_REGISTER,
+        &Typed {
+            run: i2c_read_register,
+        },
+    )
+    .needs(Need::Board(Part::I2c)),
 ];
 
-/// The most bytes a combined write-then-read may write and still be a read: one register
-/// pointer byte, which selects what to read and changes nothing on the device. A longer write
-/// part (a register address and a value, a command with arguments) is a write.
-pub const POINTER_BYTES: usize = 1;
+/// The largest `count` a call may ask for.
+const MAX_COUNT: u64 = 4096;
 
-/// `i2c_read`: the address, and the transfer (`count`).
-fn read_access(_: &BoardDef, args: &Value) -> Vec<Access> {
-    vec![Access::I2cRead {
-        address: hwargs::address_of(args),
-        bytes: hwargs::count_of(args),
-    }]
+/// The bus a call names, else the board's first: resolved once, judged and used.
+fn bus(p: &Parse<'_>) -> Result<Option<u8>, ToolError> {
+    let named = p.int("bus", 255)?.map(|b| b as u8);
+    Ok(named.or(p.board.default_i2c_bus()))
 }
 
-/// `i2c_write`: the bus and address written, and how many bytes.
-fn write_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    vec![Access::I2cWrite {
-        bus: hwargs::bus_of(def, args),
-        address: hwargs::address_of(args),
-        bytes: hwargs::len_of(args, "data"),
-    }]
+/// The bus for an executor: the resolved one, or the board's error when it has none.
+fn use_bus(cx: &Cx<'_>, hw: &Hardware, bus: Option<u8>) -> Result<u8, CallError> {
+    hw.bus_or_default(bus).map_err(|e| hwargs::fail(cx, e))
 }
 
-/// A combined write-then-read that writes `written` bytes and reads `read`: a read when the
-/// write part is at most a register pointer ([`POINTER_BYTES`]); otherwise the write part is
-/// judged exactly as `i2c_write` is (writable board, not read-only, write allowlist, transfer
-/// size), and the read part as a read.
-fn transaction_access(def: &BoardDef, args: &Value, written: usize, read: usize) -> Vec<Access> {
-    let address = hwargs::address_of(args);
-    if written <= POINTER_BYTES {
-        return vec![Access::I2cRead {
-            address,
-            bytes: read.max(written),
-        }];
+/// `count`: required unless `default` is given, at least 1.
+fn count(p: &Parse<'_>, default: Option<u64>) -> Result<usize, ToolError> {
+    let n = match p.int("count", MAX_COUNT)? {
+        Some(n) => n,
+        None => default.ok_or_else(|| p.missing("count"))?,
+    };
+    if n == 0 {
+        return Err(p.invalid("count", "must be at least 1"));
     }
-    vec![
-        Access::I2cWrite {
-            bus: hwargs::bus_of(def, args),
-            address,
-            bytes: written,
-        },
-        Access::I2cRead {
-            address,
-            bytes: read,
-        },
-    ]
+    Ok(n as usize)
+}
+
+/// `i2c_scan`: which bus.
+pub struct Scan {
+    bus: Option<u8>,
+}
+
+impl ToolArgs for Scan {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Ok(Scan { bus: bus(p)? })
+    }
+}
+
+/// One combined I2C transaction: `write` bytes, then `read` bytes, at `address` on `bus`.
+/// `i2c_read` writes nothing, `i2c_write` reads nothing, `i2c_write_read` does both.
+pub struct Transaction {
+    bus: Option<u8>,
+    address: u8,
+    write: Vec<u8>,
+    read: usize,
+}
+
+impl Transaction {
+    fn parse(p: &Parse<'_>, write: bool, read: bool) -> Result<Self, ToolError> {
+        Ok(Transaction {
+            bus: bus(p)?,
+            address: p.req("address", values::address)?,
+            write: if write {
+                p.req("data", values::bytes)?
+            } else {
+                Vec::new()
+            },
+            read: if read { count(p, None)? } else { 0 },
+        })
+    }
+
+    fn access(&self) -> Vec<Access> {
+        vec![Access::I2c {
+            bus: self.bus,
+            address: self.address,
+            written: self.write.len(),
+            read: self.read,
+        }]
+    }
+}
+
+/// `i2c_read`'s arguments.
+pub struct Read(Transaction);
+/// `i2c_write`'s arguments.
+pub struct Write(Transaction);
+/// `i2c_write_read`'s arguments.
+pub struct WriteRead(Transaction);
+
+impl ToolArgs for Read {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Transaction::parse(p, false, true).map(Read)
+    }
+    fn access(&self) -> Vec<Access> {
+        self.0.access()
+    }
+}
+
+impl ToolArgs for Write {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Transaction::parse(p, true, false).map(Write)
+    }
+    fn access(&self) -> Vec<Access> {
+        self.0.access()
+    }
+}
+
+impl ToolArgs for WriteRead {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Transaction::parse(p, true, true).map(WriteRead)
+    }
+    fn access(&self) -> Vec<Access> {
+        self.0.access()
+    }
 }
 
 /// `i2c_read_register`: the register address is the write part (one byte, or two with
-/// `register_width: 16`), and the read part is `count` values of `width` bits, in bytes.
-fn register_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    let widths = RegisterWidths::of(args);
-    let count = args.get("count").and_then(Value::as_u64).unwrap_or(1) as usize;
-    transaction_access(
-        def,
-        args,
-        widths.pointer_bytes(),
-        count.saturating_mul(widths.value_bytes()),
-    )
-}
-
-/// How `i2c_read_register` addresses a register and how wide its values are: two different
-/// things (a 16-bit value behind an 8-bit register address is common; a 16-bit register
-/// address is an EEPROM's or a large device's).
-struct RegisterWidths {
-    /// Bits in the register address sent first: 8 or 16.
+/// `register_width: 16`), and the read part is `count` values of `width` bits. Two different
+/// widths: a 16-bit value behind an 8-bit register address is common; a 16-bit register
+/// address is an EEPROM's or a large device's.
+pub struct ReadRegister {
+    bus: Option<u8>,
+    address: u8,
+    /// The register pointer as sent, most significant byte first.
+    pointer: Vec<u8>,
     register: u64,
-    /// Bits in each value read: 8 or 16.
-    value: u64,
+    /// Bytes per value read: 1 or 2.
+    value_bytes: usize,
+    count: usize,
 }
 
-impl RegisterWidths {
-    /// The widths a call asks for (the schema allows only 8 and 16; 8 is the default).
-    fn of(args: &Value) -> RegisterWidths {
-        let bits = |key: &str| match args.get(key).and_then(Value::as_u64) {
-            Some(16) => 16,
-            _ => 8,
+impl ToolArgs for ReadRegister {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        // The schema allows only 8 and 16; 8 is the default.
+        let bits = |key: &str| -> Result<usize, ToolError> {
+            match p.int(key, 16)? {
+                None | Some(8) => Ok(8),
+                Some(16) => Ok(16),
+                Some(_) => Err(p.invalid(key, "must be 8 or 16")),
+            }
         };
-        RegisterWidths {
-            register: bits("register_width"),
-            value: bits("width"),
-        }
+        let (register_bits, value_bits) = (bits("register_width")?, bits("width")?);
+        let reg_max = if register_bits == 16 { 0xffff } else { 0xff };
+        let register = p.req("register", |k, v| values::bounded(k, v, reg_max))?;
+        let pointer = if register_bits == 16 {
+            vec![(register >> 8) as u8, register as u8]
+        } else {
+            vec![register as u8]
+        };
+        Ok(ReadRegister {
+            bus: bus(p)?,
+            address: p.req("address", values::address)?,
+            pointer,
+            register,
+            value_bytes: value_bits / 8,
+            count: count(p, Some(1))?,
+        })
     }
 
-    /// The register pointer's length on the wire.
-    fn pointer_bytes(&self) -> usize {
-        (self.register / 8) as usize
+    fn access(&self) -> Vec<Access> {
+        vec![Access::I2c {
+            bus: self.bus,
+            address: self.address,
+            written: self.pointer.len(),
+            read: self.count.saturating_mul(self.value_bytes),
+        }]
     }
-
-    /// Bytes per value read.
-    fn value_bytes(&self) -> usize {
-        (self.value / 8) as usize
-    }
-}
-
-/// `i2c_write_read`: `data` is the write part, `count` the read part.
-fn write_read_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    transaction_access(
-        def,
-        args,
-        hwargs::len_of(args, "data"),
-        hwargs::count_of(args),
-    )
-}
-
-fn bus(cx: &Cx<'_>, args: &Value, hw: &Hardware) -> Result<u8, CallError> {
-    let b = opt(cx, args, "bus", |k, v| values::bounded(k, v, 255))?.map(|b| b as u8);
-    hw.bus_or_default(b).map_err(|e| hwargs::fail(cx, e))
-}
-
-fn count(cx: &Cx<'_>, args: &Value, default: Option<u64>) -> Result<usize, CallError> {
-    let n = match opt(cx, args, "count", |k, v| values::bounded(k, v, 4096))? {
-        Some(n) => n,
-        None => default.ok_or_else(|| ToolError::invalid(cx.tool.name, "/count", "is required"))?,
-    };
-    if n == 0 {
-        return Err(ToolError::invalid(cx.tool.name, "/count", "must be at least 1").into());
-    }
-    Ok(n as usize)
 }
 
 /// An `i2cdetect`-style grid of the found addresses.
@@ -161,9 +209,9 @@ pub fn grid(found: &[u8]) -> String {
     g
 }
 
-fn i2c_scan(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn i2c_scan(cx: &Cx<'_>, args: Scan) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let bus = bus(cx, &args, &hw)?;
+    let bus = use_bus(cx, &hw, args.bus)?;
     let found = hw.i2c_scan(bus).map_err(|e| hwargs::fail(cx, e))?;
     let named: Vec<Value> = found
         .iter()
@@ -179,79 +227,62 @@ fn i2c_scan(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
     Ok(json!({"bus": bus, "found": named, "grid": grid(&found)}))
 }
 
-fn i2c_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn i2c_read(cx: &Cx<'_>, Read(t): Read) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let bus = bus(cx, &args, &hw)?;
-    let address = req(cx, &args, "address", values::address)?;
-    let n = count(cx, &args, None)?;
+    let bus = use_bus(cx, &hw, t.bus)?;
     let data = hw
-        .i2c_read(bus, address, n)
+        .i2c_read(bus, t.address, t.read)
         .map_err(|e| hwargs::fail(cx, e))?;
     Ok(
-        json!({"bus": bus, "address": values::show_address(address), "read": values::show_bytes(&data)}),
+        json!({"bus": bus, "address": values::show_address(t.address), "read": values::show_bytes(&data)}),
     )
 }
 
-fn i2c_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn i2c_write(cx: &Cx<'_>, Write(t): Write) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let bus = bus(cx, &args, &hw)?;
-    let address = req(cx, &args, "address", values::address)?;
-    let data = req(cx, &args, "data", values::bytes)?;
-    hw.i2c_write(bus, address, &data)
+    let bus = use_bus(cx, &hw, t.bus)?;
+    hw.i2c_write(bus, t.address, &t.write)
         .map_err(|e| hwargs::fail(cx, e))?;
     Ok(
-        json!({"bus": bus, "address": values::show_address(address), "written": values::show_bytes(&data)}),
+        json!({"bus": bus, "address": values::show_address(t.address), "written": values::show_bytes(&t.write)}),
     )
 }
 
-fn i2c_write_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn i2c_write_read(cx: &Cx<'_>, WriteRead(t): WriteRead) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let bus = bus(cx, &args, &hw)?;
-    let address = req(cx, &args, "address", values::address)?;
-    let data = req(cx, &args, "data", values::bytes)?;
-    let n = count(cx, &args, None)?;
+    let bus = use_bus(cx, &hw, t.bus)?;
     let read = hw
-        .i2c_write_read(bus, address, &data, n)
+        .i2c_write_read(bus, t.address, &t.write, t.read)
         .map_err(|e| hwargs::fail(cx, e))?;
     Ok(json!({
         "bus": bus,
-        "address": values::show_address(address),
-        "written": values::show_bytes(&data),
+        "address": values::show_address(t.address),
+        "written": values::show_bytes(&t.write),
         "read": values::show_bytes(&read),
     }))
 }
 
-fn i2c_read_register(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
+fn i2c_read_register(cx: &Cx<'_>, r: ReadRegister) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
-    let bus = bus(cx, &args, &hw)?;
-    let address = req(cx, &args, "address", values::address)?;
-    let widths = RegisterWidths::of(&args);
-    let reg_max = if widths.register == 16 { 0xffff } else { 0xff };
-    let register = req(cx, &args, "register", |k, v| values::bounded(k, v, reg_max))?;
-    let n = count(cx, &args, Some(1))?;
+    let bus = use_bus(cx, &hw, r.bus)?;
     // The pointer is the only thing written (two bytes for a 16-bit register address, judged
-    // as a write by the access function); the values' width only changes how much is read.
-    let pointer: Vec<u8> = if widths.register == 16 {
-        vec![(register >> 8) as u8, register as u8]
-    } else {
-        vec![register as u8]
-    };
-    let bytes_per = widths.value_bytes();
+    // as a write); the values' width only changes how much is read.
     let raw = hw
-        .i2c_write_read(bus, address, &pointer, n * bytes_per)
+        .i2c_write_read(bus, r.address, &r.pointer, r.count * r.value_bytes)
         .map_err(|e| hwargs::fail(cx, e))?;
+    let wide_register = r.pointer.len() == 2;
     let registers: Vec<Value> = raw
-        .chunks(bytes_per)
+        .chunks(r.value_bytes)
         .enumerate()
         .map(|(i, c)| {
             let value = c.iter().fold(0u32, |acc, b| (acc << 8) | *b as u32);
-            let reg = register as usize + i;
-            let reg = if widths.register == 16 {
+            let reg = r.register as usize + i;
+            let reg = if wide_register {
                 format!("0x{reg:04x}")
             } else {
                 format!("0x{reg:02x}")
             };
-            let hex = if widths.value == 16 {
+            let hex = if r.value_bytes == 2 {
                 format!("0x{value:04x}")
             } else {
                 format!("0x{value:02x}")
@@ -261,9 +292,9 @@ fn i2c_read_register(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .collect();
     Ok(json!({
         "bus": bus,
-        "address": values::show_address(address),
-        "width": widths.value,
-        "register_width": widths.register,
+        "address": values::show_address(r.address),
+        "width": r.value_bytes * 8,
+        "register_width": r.pointer.len() * 8,
         "registers": registers,
     }))
 }

@@ -1,68 +1,176 @@
 //! The `mcu` toolset.
 
-use super::hwargs::{self, opt, req};
+use super::hwargs;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Parse, ToolArgs, ToolDef, Typed};
+use covo_board::values;
 use covo_core::catalog::mcu as c;
-use covo_hal_tools::board::BoardDef;
 use covo_hal_tools::mcu::McuError;
-use covo_hal_tools::values;
 use covo_mcu_protocol::{DeviceInfo, PinMode, RequestBody, ResponseBody, MAX_I2C};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::MCU_LIST, mcu_list),
-    ToolDef::local(&c::MCU_INFO, mcu_info),
-    ToolDef::local(&c::MCU_GPIO_READ, mcu_gpio_read),
-    ToolDef::local(&c::MCU_GPIO_WRITE, mcu_gpio_write).with_access(gpio_write_access),
-    ToolDef::local(&c::MCU_ADC_READ, mcu_adc_read),
-    ToolDef::local(&c::MCU_PWM_SET, mcu_pwm_set).with_access(pwm_access),
-    ToolDef::local(&c::MCU_I2C_TRANSFER, mcu_i2c_transfer).with_access(i2c_access),
+    ToolDef::typed(&c::MCU_LIST, &Typed { run: mcu_list }),
+    ToolDef::typed(&c::MCU_INFO, &Typed { run: mcu_info }),
+    ToolDef::typed(&c::MCU_GPIO_READ, &Typed { run: mcu_gpio_read }),
+    ToolDef::typed(
+        &c::MCU_GPIO_WRITE,
+        &Typed {
+            run: mcu_gpio_write,
+        },
+    ),
+    ToolDef::typed(&c::MCU_ADC_READ, &Typed { run: mcu_adc_read }),
+    ToolDef::typed(&c::MCU_PWM_SET, &Typed { run: mcu_pwm_set }),
+    ToolDef::typed(
+        &c::MCU_I2C_TRANSFER,
+        &Typed {
+            run: mcu_i2c_transfer,
+        },
+    ),
 ];
 
-/// The MCU pin a call names (clamped to a byte, as the protocol carries it).
-fn mcu_pin(args: &Value) -> Option<u8> {
-    args.get("pin")
-        .and_then(Value::as_u64)
-        .map(|p| p.min(255) as u8)
+/// The microcontroller a call means: the named one, or the board's only one.
+fn device(p: &Parse<'_>) -> Result<String, ToolError> {
+    let named = p.str("device")?;
+    p.board
+        .resolve_mcu(named.as_deref())
+        .map(|d| d.name.clone())
+        .map_err(|e| p.hw(e))
 }
 
-/// `mcu_gpio_write` drives the MCU's pin as an output.
-fn gpio_write_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    match (hwargs::mcu_device_of(def, args), mcu_pin(args)) {
-        (Some(device), Some(pin)) => vec![Access::McuOutput { device, pin }],
-        _ => Vec::new(),
+/// A pin or channel number, as the protocol carries it (a byte).
+fn byte(p: &Parse<'_>, key: &str) -> Result<u8, ToolError> {
+    Ok(p.req(key, |k, v| values::bounded(k, v, 255))? as u8)
+}
+
+/// `mcu_info`: which microcontroller.
+pub struct Device {
+    device: String,
+}
+
+impl ToolArgs for Device {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Ok(Device { device: device(p)? })
     }
 }
 
-/// `mcu_pwm_set` sets the MCU pin's frequency and duty.
-fn pwm_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    match (hwargs::mcu_device_of(def, args), mcu_pin(args)) {
-        (Some(device), Some(pin)) => vec![Access::McuPwm {
-            device,
-            pin,
-            frequency_hz: hwargs::f64_or(args, "frequency_hz", super::gpio::DEFAULT_PWM_HZ),
-            duty: hwargs::f64_or(args, "duty", -1.0),
-        }],
-        _ => Vec::new(),
+/// `mcu_gpio_read` (a pin) and `mcu_adc_read` (a channel): one number on one MCU.
+pub struct Pin {
+    device: String,
+    pin: u8,
+}
+
+impl Pin {
+    fn parse(p: &Parse<'_>, key: &str) -> Result<Self, ToolError> {
+        Ok(Pin {
+            device: device(p)?,
+            pin: byte(p, key)?,
+        })
     }
 }
 
-/// `mcu_i2c_transfer` writes when it sends bytes, and reads `count`.
-fn i2c_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    let data = hwargs::len_of(args, "data");
-    match (hwargs::mcu_device_of(def, args), hwargs::address_of(args)) {
-        (Some(device), Some(address)) => vec![Access::McuI2c {
-            device,
-            address,
-            writes: data > 0,
-            bytes: hwargs::count_of(args).max(data),
-        }],
-        _ => Vec::new(),
+/// `mcu_gpio_read`'s arguments.
+pub struct GpioRead(Pin);
+/// `mcu_adc_read`'s arguments.
+pub struct AdcRead(Pin);
+
+impl ToolArgs for GpioRead {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Pin::parse(p, "pin").map(GpioRead)
+    }
+}
+
+impl ToolArgs for AdcRead {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Pin::parse(p, "channel").map(AdcRead)
+    }
+}
+
+/// `mcu_gpio_write`: a level on an MCU pin.
+pub struct GpioWrite {
+    at: Pin,
+    high: bool,
+}
+
+impl ToolArgs for GpioWrite {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Ok(GpioWrite {
+            at: Pin::parse(p, "pin")?,
+            high: p.req("level", |k, v| values::bounded(k, v, 1))? == 1,
+        })
+    }
+
+    /// It drives the MCU's pin as an output.
+    fn access(&self) -> Vec<Access> {
+        vec![Access::McuOutput {
+            device: self.at.device.clone(),
+            pin: self.at.pin,
+        }]
+    }
+}
+
+/// `mcu_pwm_set`: an MCU pin's frequency and duty.
+pub struct PwmSet {
+    at: Pin,
+    frequency_hz: f64,
+    duty: f64,
+}
+
+impl ToolArgs for PwmSet {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        Ok(PwmSet {
+            at: Pin::parse(p, "pin")?,
+            frequency_hz: p
+                .number("frequency_hz")?
+                .unwrap_or(super::gpio::DEFAULT_PWM_HZ),
+            duty: p.number("duty")?.ok_or_else(|| p.missing("duty"))?,
+        })
+    }
+
+    fn access(&self) -> Vec<Access> {
+        vec![Access::McuPwm {
+            device: self.at.device.clone(),
+            pin: self.at.pin,
+            frequency_hz: self.frequency_hz,
+            duty: self.duty,
+        }]
+    }
+}
+
+/// `mcu_i2c_transfer`: bytes written, then `count` read, on the MCU's bus.
+pub struct I2cTransfer {
+    device: String,
+    address: u8,
+    data: Vec<u8>,
+    count: u8,
+}
+
+impl ToolArgs for I2cTransfer {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        let data = p.opt("data", values::bytes)?.unwrap_or_default();
+        if data.len() > MAX_I2C {
+            return Err(p.invalid("data", format!("at most {MAX_I2C} bytes per transfer")));
+        }
+        Ok(I2cTransfer {
+            device: device(p)?,
+            address: p.req("address", values::address)?,
+            data,
+            count: p.int("count", MAX_I2C as u64)?.unwrap_or(0) as u8,
+        })
+    }
+
+    /// It writes when it sends bytes, and reads `count`.
+    fn access(&self) -> Vec<Access> {
+        vec![Access::McuI2c {
+            device: self.device.clone(),
+            address: self.address,
+            written: self.data.len(),
+            read: self.count as usize,
+        }]
     }
 }
 
@@ -81,23 +189,18 @@ fn info_json(i: &DeviceInfo) -> Value {
     })
 }
 
-fn device(args: &Value) -> Option<&str> {
-    args.get("device").and_then(Value::as_str)
-}
-
-/// Runs one request on the named (or only) MCU; `idempotent` requests may be retried.
+/// Runs one request on the resolved MCU; `idempotent` requests may be retried.
 fn request(
     cx: &Cx<'_>,
-    args: &Value,
+    name: &str,
     body: RequestBody,
     idempotent: bool,
-) -> Result<(String, ResponseBody), CallError> {
+) -> Result<ResponseBody, CallError> {
     let hw = hwargs::hw(cx)?;
-    let name = hw.mcu_name(device(args)).map_err(|e| hwargs::fail(cx, e))?;
     let r = hw
-        .with_mcu(&name, |link| link.call(body, idempotent, DEADLINE))
+        .with_mcu(name, |link| link.call(body, idempotent, DEADLINE))
         .map_err(|e| hwargs::fail(cx, e))?;
-    r.map(|b| (name, b)).map_err(|e| mcu_error(cx, e))
+    r.map_err(|e| mcu_error(cx, e))
 }
 
 fn mcu_error(cx: &Cx<'_>, e: McuError) -> CallError {
@@ -119,11 +222,7 @@ fn mcu_error(cx: &Cx<'_>, e: McuError) -> CallError {
     .into()
 }
 
-fn pin_arg(cx: &Cx<'_>, args: &Value, key: &str) -> Result<u8, CallError> {
-    Ok(req(cx, args, key, |k, v| values::bounded(k, v, 255))? as u8)
-}
-
-fn mcu_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+fn mcu_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
     let hw = hwargs::hw(cx)?;
     let list: Vec<Value> = hw
         .mcu_devices()
@@ -145,114 +244,87 @@ fn mcu_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
     Ok(json!({ "microcontrollers": list }))
 }
 
-fn mcu_info(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    match request(cx, &args, RequestBody::Info, true)? {
-        (name, ResponseBody::Info(i)) => Ok(json!({"device": name, "info": info_json(&i)})),
-        (_, other) => Err(cx.fail(format!("unexpected answer: {other:?}"))),
+fn mcu_info(cx: &Cx<'_>, Device { device }: Device) -> Result<Value, CallError> {
+    match request(cx, &device, RequestBody::Info, true)? {
+        ResponseBody::Info(i) => Ok(json!({"device": device, "info": info_json(&i)})),
+        other => Err(cx.fail(format!("unexpected answer: {other:?}"))),
     }
 }
 
-fn mcu_gpio_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let pin = pin_arg(cx, &args, "pin")?;
-    match request(cx, &args, RequestBody::GpioRead { pin }, true)? {
-        (name, ResponseBody::Level { high }) => {
-            Ok(json!({"device": name, "pin": pin, "level": high as u8}))
+fn mcu_gpio_read(cx: &Cx<'_>, GpioRead(Pin { device, pin }): GpioRead) -> Result<Value, CallError> {
+    match request(cx, &device, RequestBody::GpioRead { pin }, true)? {
+        ResponseBody::Level { high } => {
+            Ok(json!({"device": device, "pin": pin, "level": high as u8}))
         }
-        (_, other) => Err(cx.fail(format!("unexpected answer: {other:?}"))),
+        other => Err(cx.fail(format!("unexpected answer: {other:?}"))),
     }
 }
 
-fn mcu_gpio_write(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let pin = pin_arg(cx, &args, "pin")?;
-    let high = args.get("level").and_then(Value::as_u64) == Some(1);
+fn mcu_gpio_write(cx: &Cx<'_>, w: GpioWrite) -> Result<Value, CallError> {
+    let Pin { device, pin } = w.at;
     // Setting the mode is idempotent; the write is sent exactly once.
+    let mode = RequestBody::GpioMode {
+        pin,
+        mode: PinMode::Output,
+    };
+    request(cx, &device, mode, true)?;
     request(
         cx,
-        &args,
-        RequestBody::GpioMode {
-            pin,
-            mode: PinMode::Output,
-        },
-        true,
+        &device,
+        RequestBody::GpioWrite { pin, high: w.high },
+        false,
     )?;
-    let (name, _) = request(cx, &args, RequestBody::GpioWrite { pin, high }, false)?;
-    Ok(json!({"device": name, "pin": pin, "level": high as u8}))
+    Ok(json!({"device": device, "pin": pin, "level": w.high as u8}))
 }
 
-fn mcu_adc_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let channel = pin_arg(cx, &args, "channel")?;
-    match request(cx, &args, RequestBody::AdcRead { channel }, true)? {
-        (name, ResponseBody::Adc { raw, millivolts }) => {
-            Ok(json!({"device": name, "channel": channel, "raw": raw, "millivolts": millivolts}))
+fn mcu_adc_read(cx: &Cx<'_>, AdcRead(Pin { device, pin }): AdcRead) -> Result<Value, CallError> {
+    let channel = pin;
+    match request(cx, &device, RequestBody::AdcRead { channel }, true)? {
+        ResponseBody::Adc { raw, millivolts } => {
+            Ok(json!({"device": device, "channel": channel, "raw": raw, "millivolts": millivolts}))
         }
-        (_, other) => Err(cx.fail(format!("unexpected answer: {other:?}"))),
+        other => Err(cx.fail(format!("unexpected answer: {other:?}"))),
     }
 }
 
-fn mcu_pwm_set(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let pin = pin_arg(cx, &args, "pin")?;
-    let duty = args.get("duty").and_then(Value::as_f64).unwrap_or(0.0);
-    let freq = args
-        .get("frequency_hz")
-        .and_then(Value::as_f64)
-        .unwrap_or(super::gpio::DEFAULT_PWM_HZ);
-    request(
-        cx,
-        &args,
-        RequestBody::GpioMode {
-            pin,
-            mode: PinMode::Pwm,
-        },
-        true,
-    )?;
+fn mcu_pwm_set(cx: &Cx<'_>, a: PwmSet) -> Result<Value, CallError> {
+    let Pin { device, pin } = a.at;
+    let mode = RequestBody::GpioMode {
+        pin,
+        mode: PinMode::Pwm,
+    };
+    request(cx, &device, mode, true)?;
     let body = RequestBody::PwmSet {
         pin,
-        frequency_hz: freq.round() as u32,
-        duty_permille: (duty * 1000.0).round() as u16,
+        frequency_hz: a.frequency_hz.round() as u32,
+        duty_permille: (a.duty * 1000.0).round() as u16,
     };
-    match request(cx, &args, body, false)? {
-        (
-            name,
-            ResponseBody::Pwm {
-                frequency_hz,
-                duty_permille,
-            },
-        ) => Ok(json!({
-            "device": name, "pin": pin, "frequency_hz": frequency_hz, "duty": duty_permille as f64 / 1000.0,
+    match request(cx, &device, body, false)? {
+        ResponseBody::Pwm {
+            frequency_hz,
+            duty_permille,
+        } => Ok(json!({
+            "device": device, "pin": pin, "frequency_hz": frequency_hz, "duty": duty_permille as f64 / 1000.0,
         })),
-        (_, other) => Err(cx.fail(format!("unexpected answer: {other:?}"))),
+        other => Err(cx.fail(format!("unexpected answer: {other:?}"))),
     }
 }
 
-fn mcu_i2c_transfer(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let address = req(cx, &args, "address", values::address)?;
-    let data = opt(cx, &args, "data", values::bytes)?.unwrap_or_default();
-    let count = opt(cx, &args, "count", |k, v| {
-        values::bounded(k, v, MAX_I2C as u64)
-    })?
-    .unwrap_or(0) as u8;
-    if data.len() > MAX_I2C {
-        return Err(ToolError::invalid(
-            cx.tool.name,
-            "/data",
-            format!("at most {MAX_I2C} bytes per transfer"),
-        )
-        .into());
-    }
-    let write = heapless::Vec::from_slice(&data).map_err(|_| cx.fail("data too long"))?;
+fn mcu_i2c_transfer(cx: &Cx<'_>, t: I2cTransfer) -> Result<Value, CallError> {
+    let write = heapless::Vec::from_slice(&t.data).map_err(|_| cx.fail("data too long"))?;
     let body = RequestBody::I2cTransfer {
-        address,
+        address: t.address,
         write,
-        read_len: count,
+        read_len: t.count,
     };
     // A transfer that only reads is idempotent; one that writes is sent once.
-    match request(cx, &args, body, data.is_empty())? {
-        (name, ResponseBody::I2c { read }) => Ok(json!({
-            "device": name,
-            "address": values::show_address(address),
-            "written": values::show_bytes(&data),
+    match request(cx, &t.device, body, t.data.is_empty())? {
+        ResponseBody::I2c { read } => Ok(json!({
+            "device": t.device,
+            "address": values::show_address(t.address),
+            "written": values::show_bytes(&t.data),
             "read": values::show_bytes(&read),
         })),
-        (_, other) => Err(cx.fail(format!("unexpected answer: {other:?}"))),
+        other => Err(cx.fail(format!("unexpected answer: {other:?}"))),
     }
 }

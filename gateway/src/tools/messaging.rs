@@ -3,17 +3,26 @@
 use crate::error::CallError;
 use crate::exec::Cx;
 use crate::secrets::{http_error, redact_url};
-use crate::spec::ToolDef;
+use crate::spec::{AvailCx, Availability, ToolDef};
 use covo_core::catalog::messaging as c;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
     ToolDef::local(&c::CHANNEL_LIST, channel_list),
-    ToolDef::local(&c::NOTIFY, notify),
+    ToolDef::local(&c::NOTIFY, notify).when(notify_channel),
 ];
+
+/// `notify` goes out on the MQTT topic or the webhook: it needs one of them.
+fn notify_channel(cx: &AvailCx<'_>) -> Availability {
+    if cx.mqtt_configured() || cx.config.notify.webhook.is_some() {
+        Availability::yes()
+    } else {
+        Availability::no("no MQTT broker configured")
+    }
+}
 
 /// How long the webhook POST may take.
 pub const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,6 +1,11 @@
 //! Every built-in tool, one module per basic toolset.
 //!
 //! Each module holds a `TOOLS` table: the specs of its tools and their executors, side by side.
+//!
+//! The families that open hardware (i2c, spi, serial, gpio, sensors, mcu, display) and what
+//! their executors share (`hwargs`) need the HAL: they are built with the `hal` feature. Without
+//! it, `nohal` gives the same families with every tool missing ("no hardware"), so the catalog,
+//! profiles and toolsets are the same in every build.
 
 pub mod automation;
 pub(crate) mod board;
@@ -9,29 +14,44 @@ pub(crate) mod command;
 pub(crate) mod core;
 pub(crate) mod delegation;
 pub mod discovery;
-pub(crate) mod display;
 pub(crate) mod docs;
 pub(crate) mod fs;
 pub(crate) mod git;
-pub mod gpio;
-pub mod hwargs;
-pub mod i2c;
-pub(crate) mod mcu;
 pub(crate) mod media;
 pub(crate) mod memory;
 pub(crate) mod messaging;
 pub(crate) mod mqtt;
 pub(crate) mod patch;
 pub(crate) mod productivity;
+pub mod readings;
 pub(crate) mod search;
-pub mod sensors;
-pub(crate) mod serial;
 pub mod shell;
 pub(crate) mod skills;
-pub(crate) mod spi;
 pub(crate) mod system;
 pub(crate) mod voice;
 pub(crate) mod web;
+
+#[cfg(feature = "hal")]
+pub(crate) mod display;
+#[cfg(feature = "hal")]
+pub mod gpio;
+#[cfg(feature = "hal")]
+pub mod hwargs;
+#[cfg(feature = "hal")]
+pub mod i2c;
+#[cfg(feature = "hal")]
+pub(crate) mod mcu;
+#[cfg(feature = "hal")]
+pub mod sensors;
+#[cfg(feature = "hal")]
+pub(crate) mod serial;
+#[cfg(feature = "hal")]
+pub(crate) mod spi;
+
+#[cfg(not(feature = "hal"))]
+mod nohal;
+#[cfg(not(feature = "hal"))]
+use nohal::{display, gpio, i2c, mcu, sensors, serial, spi};
 
 use crate::spec::ToolDef;
 

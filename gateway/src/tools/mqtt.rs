@@ -2,18 +2,19 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{Need, ToolDef};
+use covo_board::driver::HaComponent;
 use covo_core::catalog::mqtt as c;
-use rumqttc::v5::mqttbytes::QoS;
+use covo_wire::mqtt::QoS;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::MQTT_PUBLISH, mqtt_publish),
-    ToolDef::local(&c::MQTT_WAIT_MESSAGE, mqtt_wait_message),
-    ToolDef::local(&c::MQTT_RETAINED_GET, mqtt_retained_get),
-    ToolDef::local(&c::HA_ANNOUNCE, ha_announce),
+    ToolDef::local(&c::MQTT_PUBLISH, mqtt_publish).needs(Need::Broker),
+    ToolDef::local(&c::MQTT_WAIT_MESSAGE, mqtt_wait_message).needs(Need::Broker),
+    ToolDef::local(&c::MQTT_RETAINED_GET, mqtt_retained_get).needs(Need::Broker),
+    ToolDef::local(&c::HA_ANNOUNCE, ha_announce).needs(Need::Broker),
 ];
 
 /// How long `mqtt_retained_get` waits for a retained message before reporting none.
@@ -133,11 +134,12 @@ fn ha_announce(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         gateway: link.gateway_id().to_string(),
     };
     let configs = crate::ha::configs_for(&t, board, d, args["name"].as_str());
-    let component = if d.driver == "gpio_out" {
-        "switch"
-    } else {
-        "sensor"
-    };
+    let component = d
+        .driver
+        .info()
+        .ha_component
+        .unwrap_or(HaComponent::Sensor)
+        .as_str();
     if let Some(want) = args["component"].as_str() {
         if want != component {
             return Err(cx.fail(format!(

@@ -1,40 +1,41 @@
 //! The `sensors` toolset.
 
 use super::hwargs;
+use super::readings::{window, MAX_WINDOW_DAYS};
 use crate::error::{CallError, ToolError};
-use crate::exec::{Cx, Services};
+use crate::exec::Cx;
 use crate::hardware::Access;
-use crate::spec::ToolDef;
+use crate::spec::{Need, Parse, Part, ToolArgs, ToolDef, Typed};
+use covo_board::board::BoardDef;
+use covo_board::values;
 use covo_core::catalog::sensors as c;
-use covo_hal_tools::board::BoardDef;
-use covo_hal_tools::{sensors, values};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// The tools of this family.
 pub(crate) static TOOLS: &[ToolDef] = &[
-    ToolDef::local(&c::SENSOR_LIST, sensor_list),
-    ToolDef::local(&c::SENSOR_READ, sensor_read).with_access(read_access),
-    ToolDef::local(&c::SENSOR_HISTORY, sensor_history),
-    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv),
+    ToolDef::typed(&c::SENSOR_LIST, &Typed { run: sensor_list }).needs(Need::Board(Part::Sensors)),
+    ToolDef::typed(&c::SENSOR_READ, &Typed { run: sensor_read }).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_HISTORY, sensor_history).needs(Need::Board(Part::Sensors)),
+    ToolDef::local(&c::SENSOR_EXPORT_CSV, sensor_export_csv).needs(Need::Board(Part::Sensors)),
 ];
 
-fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
+fn sensor_list(cx: &Cx<'_>, _args: ()) -> Result<Value, CallError> {
     let board = cx.board().clone();
     let def = board.def();
     let sensors: Vec<Value> = def
         .device
         .iter()
-        .filter(|d| !sensors::quantities(&d.driver).is_empty())
+        .filter(|d| d.driver.is_sensor())
         .map(|d| {
             json!({
                 "sensor": d.name,
                 "driver": d.driver,
                 "bus": d.bus.or(def.default_i2c_bus()),
                 "address": d.address.map(values::show_address),
-                "quantities": sensors::quantities(&d.driver)
+                "quantities": d.driver.quantities()
                     .iter()
-                    .map(|(q, u)| json!({"quantity": q, "unit": u}))
+                    .map(|q| json!({"quantity": q.name, "unit": q.unit}))
                     .collect::<Vec<_>>(),
                 "sample_interval_secs": d.sample_interval_secs,
             })
@@ -44,18 +45,18 @@ fn sensor_list(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
 }
 
 /// What reading sensor `name` touches: its driver's writes and reads at the sensor's address
-/// (`sensors::footprint`). Nothing for a name that is not a declared sensor: the executor
+/// (`Driver::footprint`). Nothing for a name that is not a declared sensor: the executor
 /// refuses it without touching the bus.
 pub fn sensor_access(def: &BoardDef, name: &str) -> Vec<Access> {
     let Some(d) = def.device(name) else {
         return Vec::new();
     };
-    let Some(fp) = sensors::footprint(&d.driver) else {
+    let Some(fp) = d.driver.footprint() else {
         return Vec::new();
     };
     vec![Access::SensorMeasure {
         sensor: d.name.clone(),
-        driver: d.driver.clone(),
+        driver: d.driver,
         bus: d.bus.or(def.default_i2c_bus()),
         address: d.address,
         bytes: fp.write.max(fp.read),
@@ -63,49 +64,47 @@ pub fn sensor_access(def: &BoardDef, name: &str) -> Vec<Access> {
     }]
 }
 
-fn read_access(def: &BoardDef, args: &Value) -> Vec<Access> {
-    sensor_access(
-        def,
-        args.get("sensor")
-            .and_then(Value::as_str)
-            .unwrap_or_default(),
-    )
+/// `sensor_read`: a declared device, and what reading it touches.
+pub struct Read {
+    sensor: String,
+    access: Vec<Access>,
 }
 
-/// Reads a declared sensor and logs the reading. Used by `sensor_read` (whose pipeline has
-/// judged the same accesses already) and the sampler, which calls no tool: here the board
-/// policy and the gateway's read-only switch judge what the driver will write, so a sampled
-/// sensor on a read-only board is refused like a `sensor_read` and never written to.
-pub fn read_and_log(rt: &dyn Services, name: &str) -> Result<Value, ReadFailure> {
-    for a in sensor_access(rt.board().def(), name) {
-        if rt.config().policy.read_only && a.writes() {
-            return Err(ReadFailure::Refused(
-                "read_only: the gateway is in read-only mode and reading this sensor writes \
-                 to it"
-                    .into(),
-            ));
-        }
-        rt.board()
-            .check(&a)
-            .map_err(|r| ReadFailure::Refused(r.to_string()))?;
+impl ToolArgs for Read {
+    fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
+        let named = p.str("sensor")?.ok_or_else(|| p.missing("sensor"))?;
+        let d = p.board.find_device(&named).map_err(|e| p.hw(e))?;
+        Ok(Read {
+            access: sensor_access(p.board, &d.name),
+            sensor: d.name.clone(),
+        })
     }
-    let hw = rt.board().hardware().map_err(ReadFailure::Board)?;
+
+    fn access(&self) -> Vec<Access> {
+        self.access.clone()
+    }
+}
+
+/// Reads a declared sensor, logs the reading and runs its watches (their actions one level
+/// deeper in the pipeline than this call): `sensor_read`'s body. It judges nothing: the
+/// pipeline has judged what the call touches (`read_access`) before it runs, whoever called,
+/// the background sampler included (`readings::sample_due_each` calls `sensor_read` as
+/// `Via::Sampler`).
+pub fn read_and_log(cx: &Cx<'_>, name: &str) -> Result<Value, ReadFailure> {
+    let hw = cx.board().hardware().map_err(ReadFailure::Board)?;
     let qs = hw.sensor_read(name).map_err(ReadFailure::Hw)?;
     let at = crate::store::now_rfc3339();
     let rows: Vec<(&str, f64, &str)> = qs.iter().map(|q| (q.name, q.value, q.unit)).collect();
-    rt.store()
+    cx.store()
         .and_then(|s| s.log_reading(name, &at, &rows))
         .map_err(ReadFailure::Store)?;
     let values: Vec<(String, f64, String)> = qs
         .iter()
         .map(|q| (q.name.to_string(), q.value, q.unit.to_string()))
         .collect();
-    let fired = crate::watch::evaluate(rt, name, &values, chrono::Utc::now())
+    let fired = crate::watch::evaluate(cx, name, &values, chrono::Utc::now())
         .map_err(ReadFailure::Store)?;
-    let driver = hw
-        .device(name)
-        .map(|d| d.driver.clone())
-        .unwrap_or_default();
+    let driver = hw.device(name).ok().map(|d| d.driver);
     Ok(json!({
         "sensor": name,
         "driver": driver,
@@ -127,43 +126,14 @@ pub enum ReadFailure {
     Hw(covo_hal_tools::hw::HwError),
     /// The reading could not be logged.
     Store(crate::store::StoreError),
-    /// The board policy or the read-only switch refused the reading (rule: detail).
-    Refused(String),
 }
 
-fn sensor_read(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
-    let name = args
-        .get("sensor")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    read_and_log(cx.pipeline(), &name).map_err(|f| match f {
+fn sensor_read(cx: &Cx<'_>, Read { sensor: name, .. }: Read) -> Result<Value, CallError> {
+    read_and_log(cx, &name).map_err(|f| match f {
         ReadFailure::Board(e) => cx.fail(format!("the board is unavailable: {e}")),
         ReadFailure::Hw(e) => hwargs::fail(cx, e),
         ReadFailure::Store(e) => e.into(),
-        // The pipeline judged these accesses before the executor ran.
-        ReadFailure::Refused(e) => cx.fail(e),
     })
-}
-
-/// Parses a window such as `30m`, `24h`, `7d`.
-/// The longest window or duration accepted: ten years, far beyond any stored history, and small
-/// enough that subtracting it from any time covo handles cannot overflow.
-pub(crate) const MAX_WINDOW_DAYS: i64 = 3650;
-
-pub(crate) fn window(s: &str) -> Option<chrono::Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let n: i64 = s[..split].parse().ok()?;
-    let d = match s[split..].trim() {
-        "s" => chrono::Duration::try_seconds(n),
-        "m" | "min" => chrono::Duration::try_minutes(n),
-        "h" => chrono::Duration::try_hours(n),
-        "d" => chrono::Duration::try_days(n),
-        "w" => chrono::Duration::try_weeks(n),
-        _ => None,
-    }?;
-    (d <= chrono::Duration::days(MAX_WINDOW_DAYS)).then_some(d)
 }
 
 fn time_arg(
@@ -215,7 +185,7 @@ fn range(cx: &Cx<'_>, args: &Value) -> Result<(String, String), CallError> {
 fn known_sensor(cx: &Cx<'_>, name: &str) -> Result<(), CallError> {
     let def = cx.board().def();
     match def.device(name) {
-        Some(d) if !sensors::quantities(&d.driver).is_empty() => Ok(()),
+        Some(d) if d.driver.is_sensor() => Ok(()),
         _ => Err(ToolError::NotFound {
             what: "sensor".into(),
             id: name.into(),
@@ -305,81 +275,4 @@ fn sensor_export_csv(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         "since": since,
         "until": until,
     }))
-}
-
-/// How often a watched sensor without its own interval is sampled.
-pub const WATCH_SAMPLE_SECS: u64 = 60;
-
-/// Samples every declared sensor whose interval has passed (sensors with watches but no interval
-/// every [`WATCH_SAMPLE_SECS`]); logs the readings and runs the watches. `last` remembers when
-/// each was sampled. Returns one line per sample, for logs.
-pub fn sample_due(
-    rt: &dyn Services,
-    last: &mut std::collections::HashMap<String, std::time::Instant>,
-) -> Vec<String> {
-    sample_due_readings(rt, last, None)
-        .into_iter()
-        .map(|(name, r)| match r {
-            Ok(v) => format!("{name}: {}", v["readings"]),
-            Err(e) => format!("{name}: sampling failed: {e}"),
-        })
-        .collect()
-}
-
-/// How early a sample may be taken: a tick that comes this much before a sensor's interval is
-/// up samples it, rather than the tick after (timer jitter is a few milliseconds).
-pub const SAMPLE_SLACK: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Like [`sample_due`], returning each sample (the `sensor_read` JSON) or why it failed.
-/// `default_every` also samples sensors that have neither an interval nor a watch.
-pub fn sample_due_readings(
-    rt: &dyn Services,
-    last: &mut std::collections::HashMap<String, std::time::Instant>,
-    default_every: Option<u64>,
-) -> Vec<(String, Result<Value, String>)> {
-    let mut out = Vec::new();
-    sample_due_each(rt, last, default_every, |name, r| {
-        out.push((name.to_string(), r))
-    });
-    out
-}
-
-/// Like [`sample_due_readings`], handing each sample to `each` as soon as it is taken, before
-/// the next sensor is read (the dashboard shows it within milliseconds of its timestamp).
-pub fn sample_due_each(
-    rt: &dyn Services,
-    last: &mut std::collections::HashMap<String, std::time::Instant>,
-    default_every: Option<u64>,
-    mut each: impl FnMut(&str, Result<Value, String>),
-) {
-    let watched: Vec<String> = rt
-        .store()
-        .and_then(|s| s.watches())
-        .map(|ws| ws.into_iter().map(|w| w.sensor).collect())
-        .unwrap_or_default();
-    let now = std::time::Instant::now();
-    for d in &rt.board().def().device {
-        if sensors::quantities(&d.driver).is_empty() {
-            continue;
-        }
-        let every = match (d.sample_interval_secs, watched.contains(&d.name)) {
-            (Some(s), _) => s,
-            (None, true) => default_every.unwrap_or(WATCH_SAMPLE_SECS),
-            (None, false) => match default_every {
-                Some(s) => s,
-                None => continue,
-            },
-        };
-        // Compared as durations, with a little slack: whole seconds truncated 59.99 s to 59 and
-        // pushed a 60 s sample to the next tick (75 s with a 15 s tick).
-        let due = last.get(&d.name).is_none_or(|t| {
-            now.duration_since(*t) + SAMPLE_SLACK >= std::time::Duration::from_secs(every)
-        });
-        if !due {
-            continue;
-        }
-        last.insert(d.name.clone(), now);
-        let r = read_and_log(rt, &d.name).map_err(|e| format!("{e:?}"));
-        each(&d.name, r);
-    }
 }

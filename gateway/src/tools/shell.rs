@@ -13,7 +13,7 @@ use super::command::{find_program, Cmd};
 use super::fs::{resolve, Workspace};
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{AvailCx, ToolDef};
 use covo_core::catalog::shell as c;
 use covo_core::spec::Availability;
 use serde::Deserialize;
@@ -451,7 +451,7 @@ fn process_kill(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 
 // ---- tmux ---------------------------------------------------------------------------------
 
-fn needs_tmux(_: &crate::config::Config) -> Availability {
+fn needs_tmux(_: &AvailCx<'_>) -> Availability {
     match find_program("tmux") {
         Some(_) => Availability::yes(),
         None => Availability::no("tmux is not installed"),

@@ -8,7 +8,7 @@
 use super::command::{find_program, Cmd};
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{AvailCx, ToolDef};
 use covo_core::catalog::system as c;
 use covo_core::spec::Availability;
 use serde::Deserialize;
@@ -36,7 +36,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether systemd runs this system: `/run/systemd/system` exists (what `sd_booted()` checks)
 /// and `systemctl` is installed.
-fn needs_systemd(_: &crate::config::Config) -> Availability {
+fn needs_systemd(_: &AvailCx<'_>) -> Availability {
     if !Path::new("/run/systemd/system").is_dir() {
         return Availability::no("systemd is not running on this system");
     }

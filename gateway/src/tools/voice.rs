@@ -8,7 +8,7 @@ use super::command::{find_program, Cmd};
 use crate::config::Config;
 use crate::error::{CallError, ToolError};
 use crate::exec::Cx;
-use crate::spec::ToolDef;
+use crate::spec::{AvailCx, ToolDef};
 use covo_core::catalog::{media, voice as c};
 use covo_core::spec::Availability;
 use serde::Deserialize;
@@ -69,7 +69,8 @@ fn to_artifact(config: &Config) -> bool {
     config.voice.say_to.as_deref() == Some("artifact")
 }
 
-fn can_say(config: &Config) -> Availability {
+fn can_say(cx: &AvailCx<'_>) -> Availability {
+    let config = cx.config;
     let r = if to_artifact(config) {
         needs(&["espeak-ng"])
     } else {
@@ -78,9 +79,9 @@ fn can_say(config: &Config) -> Availability {
     r.map_or_else(Availability::no, |()| Availability::yes())
 }
 
-fn can_record(config: &Config) -> Availability {
+fn can_record(cx: &AvailCx<'_>) -> Availability {
     needs(&["arecord"])
-        .and_then(|()| sound(config))
+        .and_then(|()| sound(cx.config))
         .map_or_else(Availability::no, |()| Availability::yes())
 }
 
@@ -273,8 +274,8 @@ fn capture_command(config: &Config) -> Result<Vec<String>, String> {
     .to_vec())
 }
 
-fn has_camera(config: &Config) -> Availability {
-    capture_command(config).map_or_else(Availability::no, |_| Availability::yes())
+fn has_camera(cx: &AvailCx<'_>) -> Availability {
+    capture_command(cx.config).map_or_else(Availability::no, |_| Availability::yes())
 }
 
 #[derive(Deserialize)]

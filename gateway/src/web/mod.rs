@@ -37,6 +37,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
+use covo_board::driver::Kind;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -68,6 +69,13 @@ pub const MAX_HISTORY_HOURS: i64 = 24 * 31;
 pub const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(250);
 /// Tool results shown in a chat are cut at this many bytes.
 const SHOWN_RESULT_BYTES: usize = 2048;
+
+/// The tools the board's controls call ([`actuate`]): after a chat's call of one, the page
+/// reads the board back (the `changes_board` flag of a chat result).
+static CONTROL_TOOLS: [&covo_core::spec::ToolSpec; 2] = [
+    &covo_core::catalog::gpio::GPIO_WRITE,
+    &covo_core::catalog::gpio::PWM_SET,
+];
 
 const TOKEN_COOKIE: &str = "covo_token";
 const SID_COOKIE: &str = "covo_sid";
@@ -694,6 +702,9 @@ impl Observer for ChatEvents {
             }
             json!({"kind": "result", "tool": call.name, "ok": true, "result": shown})
         };
+        // The page reads the board back after a call of a control's tool (`actuate`'s).
+        let mut body = body;
+        body["changes_board"] = json!(CONTROL_TOOLS.iter().any(|t| t.name == call.name));
         emit(&self.events, "chat", Some(&self.sid), body);
     }
 
@@ -927,17 +938,13 @@ async fn history(
 
 // ---- board and controls ----
 
-fn device_json(
-    hw: Option<&covo_hal_tools::hw::Hardware>,
-    d: &covo_hal_tools::board::DeviceDef,
-) -> Value {
-    let quantities = covo_hal_tools::sensors::quantities(&d.driver);
-    let kind = match d.driver.as_str() {
-        "gpio_out" => "switch",
-        "pwm" => "pwm",
-        "gpio_in" => "input",
-        _ if !quantities.is_empty() => "sensor",
-        _ => "other",
+fn device_json(hw: Option<&crate::hardware::Hardware>, d: &covo_board::board::DeviceDef) -> Value {
+    let kind = match d.driver.kind() {
+        Kind::GpioOut => "switch",
+        Kind::Pwm => "pwm",
+        Kind::GpioIn => "input",
+        Kind::Sensor => "sensor",
+        Kind::Display | Kind::Serial | Kind::Mcu => "other",
     };
     let mut v = json!({
         "name": d.name, "driver": d.driver, "kind": kind, "bus": d.bus, "address": d.address,
@@ -946,16 +953,16 @@ fn device_json(
     });
     // The state as read back from the board.
     if let Some(hw) = hw {
-        match (d.driver.as_str(), d.pin, d.channel) {
-            ("gpio_out", Some(pin), _) => match hw.gpio_output_level(pin) {
+        match (d.driver.kind(), d.pin, d.channel) {
+            (Kind::GpioOut, Some(pin), _) => match hw.gpio_output_level(pin) {
                 Ok(on) => v["state"] = json!({"on": on}),
                 Err(e) => v["state_error"] = json!(e.to_string()),
             },
-            ("gpio_in", Some(pin), _) => match hw.gpio_read(pin) {
+            (Kind::GpioIn, Some(pin), _) => match hw.gpio_read(pin) {
                 Ok(on) => v["state"] = json!({"on": on}),
                 Err(e) => v["state_error"] = json!(e.to_string()),
             },
-            ("pwm", _, Some(ch)) => {
+            (Kind::Pwm, _, Some(ch)) => {
                 v["state"] = match hw.pwm_get(ch) {
                     Some((f, duty)) => json!({"duty": duty, "frequency_hz": f}),
                     None => json!({"duty": 0.0}),
@@ -1019,16 +1026,16 @@ async fn actuate(
             format!("no device '{}' on this board", a.device),
         );
     };
-    let (tool, args) = match (d.driver.as_str(), a.on, a.duty) {
-        ("gpio_out", Some(on), None) => (
+    let (tool, args) = match (d.driver.kind(), a.on, a.duty) {
+        (Kind::GpioOut, Some(on), None) => (
             covo_core::catalog::gpio::GPIO_WRITE.name,
             json!({"pin": d.name, "level": u8::from(on)}),
         ),
-        ("pwm", None, Some(duty)) => (
+        (Kind::Pwm, None, Some(duty)) => (
             covo_core::catalog::gpio::PWM_SET.name,
             json!({"channel": d.name, "duty": duty}),
         ),
-        ("gpio_out", ..) => {
+        (Kind::GpioOut, ..) => {
             return error(
                 StatusCode::BAD_REQUEST,
                 "bad_request",
@@ -1038,7 +1045,7 @@ async fn actuate(
                 ),
             )
         }
-        ("pwm", ..) => {
+        (Kind::Pwm, ..) => {
             return error(
                 StatusCode::BAD_REQUEST,
                 "bad_request",

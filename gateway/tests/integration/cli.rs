@@ -560,6 +560,9 @@ fn version_names_the_commit_target_build_and_features() {
     if cfg!(feature = "telegram") {
         assert!(features.contains(&"telegram"), "{text}");
     }
+    if cfg!(feature = "hal") {
+        assert!(features.contains(&"hal"), "{text}");
+    }
     // -V is the one-line form.
     let short = e.covo(&["-V"]);
     assert_eq!(

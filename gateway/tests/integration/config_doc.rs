@@ -197,6 +197,6 @@ fn the_packaged_example_config_parses() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../boards")
             .join(b);
-        covo_hal_tools::board::BoardDef::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        covo_board::board::BoardDef::load(&p).unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -4,7 +4,7 @@
 
 use covo_tests::broker::{raw, Mosquitto, Raw};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
-use rumqttc::v5::mqttbytes::QoS;
+use covo_tests::rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::Path;

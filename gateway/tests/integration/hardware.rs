@@ -7,7 +7,7 @@ use covo::exec::Session;
 use covo::hardware::Board;
 use covo::runtime::{AutoApprove, Runtime, Via};
 use covo::store::Store;
-use covo_hal_tools::board::BoardDef;
+use covo_board::board::BoardDef;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::sim::{Fault, SimBoard};
 use serde_json::{json, Value};
@@ -618,14 +618,14 @@ fn sampling_logs_each_sensor_at_its_interval_and_not_more_often() {
     let hw = rt.board().hardware().unwrap();
     hw.skip_driver_delays(true);
     let mut last = std::collections::HashMap::new();
-    let first = covo::tools::sensors::sample_due(&rt, &mut last);
+    let first = covo::tools::readings::sample_due(&rt, &mut last);
     assert_eq!(
         first.len(),
         2,
         "climate and light declare 60 s intervals: {first:?}"
     );
     assert!(
-        covo::tools::sensors::sample_due(&rt, &mut last).is_empty(),
+        covo::tools::readings::sample_due(&rt, &mut last).is_empty(),
         "not due again yet"
     );
     let since = "2000-01-01T00:00:00.000Z";
@@ -728,11 +728,11 @@ fn a_sample_due_a_few_milliseconds_after_the_tick_is_taken_on_that_tick() {
             now - std::time::Duration::from_millis(59_990),
         );
     }
-    let due = covo::tools::sensors::sample_due(&rt, &mut last);
+    let due = covo::tools::readings::sample_due(&rt, &mut last);
     assert_eq!(due.len(), 2, "both 60 s sensors are due: {due:?}");
     // Well before the interval is up, nothing is.
     for name in ["climate", "light"] {
         last.insert(name.to_string(), now - std::time::Duration::from_secs(50));
     }
-    assert!(covo::tools::sensors::sample_due(&rt, &mut last).is_empty());
+    assert!(covo::tools::readings::sample_due(&rt, &mut last).is_empty());
 }

@@ -5,7 +5,7 @@
 use covo::config::MqttConfig;
 use covo::link::{PeerLink, SUB_QUEUE};
 use covo_tests::broker::{raw, Mosquitto};
-use rumqttc::v5::mqttbytes::QoS;
+use covo_tests::rumqttc::v5::mqttbytes::QoS;
 use std::time::{Duration, Instant};
 
 #[test]

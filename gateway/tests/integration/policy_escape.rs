@@ -9,7 +9,7 @@ use covo::exec::Session;
 use covo::hardware::Board;
 use covo::runtime::{AutoApprove, Runtime, Via};
 use covo::store::Store;
-use covo_hal_tools::board::{BoardDef, I2cWriteAllow, SpiDef};
+use covo_board::board::{BoardDef, I2cWriteAllow, SpiDef};
 use covo_hal_tools::bus::Pwm;
 use covo_hal_tools::hw::Hardware;
 use covo_hal_tools::sim::{Environment, SimBoard, Transfer};
@@ -788,7 +788,7 @@ fn a_sensor_on_a_read_only_board_is_refused_naming_its_driver_and_nothing_is_wri
     }
     // The sampler: every sensor due at once.
     let mut last = std::collections::HashMap::new();
-    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    let sampled = covo::tools::readings::sample_due_readings(&rt, &mut last, Some(1));
     assert_eq!(sampled.len(), 2, "{sampled:?}");
     for (name, r) in &sampled {
         let e = r.as_ref().unwrap_err();
@@ -814,7 +814,7 @@ fn a_sensor_on_a_read_only_board_is_refused_naming_its_driver_and_nothing_is_wri
         }
         other => panic!("want a read-only refusal, got {other:?}"),
     }
-    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    let sampled = covo::tools::readings::sample_due_readings(&rt, &mut last, Some(1));
     assert!(sampled.iter().all(|(_, r)| r.is_err()), "{sampled:?}");
     assert_eq!(sim.i2c(1).unwrap().transaction_count(), 0);
 }
@@ -843,6 +843,6 @@ fn a_writable_board_reads_sensors_and_other_gateways_may_read_them_by_default() 
         sim.i2c_transfers()
     );
     let mut last = std::collections::HashMap::new();
-    let sampled = covo::tools::sensors::sample_due_readings(&rt, &mut last, Some(1));
+    let sampled = covo::tools::readings::sample_due_readings(&rt, &mut last, Some(1));
     assert!(sampled.iter().all(|(_, r)| r.is_ok()), "{sampled:?}");
 }

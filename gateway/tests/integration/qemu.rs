@@ -9,7 +9,7 @@ use covo::exec::Session;
 use covo::hardware::Board;
 use covo::runtime::{Runtime, Via};
 use covo::store::Store;
-use covo_hal_tools::board::BoardDef;
+use covo_board::board::BoardDef;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

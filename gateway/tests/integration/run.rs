@@ -2,7 +2,7 @@
 
 use covo_tests::broker::{raw, Mosquitto};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
-use rumqttc::v5::mqttbytes::QoS;
+use covo_tests::rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -118,7 +118,7 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
     // While the model thinks, the daemon goes on serving: a swarm call is answered at once.
     let other = raw(broker.port(), "covo/tester/swarm/res");
     std::thread::sleep(Duration::from_millis(300));
-    let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+    let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
         response_topic: Some("covo/tester/swarm/res".into()),
         correlation_data: Some("during-turn".into()),
         ..Default::default()
@@ -451,6 +451,7 @@ fn notify_goes_to_the_mqtt_topic_and_the_webhook_and_channel_list_reports_them()
 
 /// Checks a discovery payload against the documented MQTT discovery schema: required keys and
 /// their types, and the shared device/origin/availability blocks.
+#[cfg(feature = "hal")]
 fn check_discovery(topic: &str, v: &Value) {
     let s = |k: &str| {
         assert!(v[k].is_string(), "{topic}: '{k}' must be a string: {v}");
@@ -503,12 +504,13 @@ fn check_discovery(topic: &str, v: &Value) {
     }
 }
 
+#[cfg(feature = "hal")]
 #[test]
 fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() {
     use covo::config::{Config, MqttConfig};
     use covo::hardware::Board;
     use covo::runtime::Runtime;
-    use covo_hal_tools::board::BoardDef;
+    use covo_board::board::BoardDef;
     use covo_hal_tools::hw::Hardware;
     use covo_hal_tools::sim::SimBoard;
     use std::collections::HashMap;
@@ -984,7 +986,7 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
                      "gateway": "gw-x", "deadline_ms": 5000});
     let before = audit_count(&dir_b.path().join("home"), "remote", "gpio_write");
     for _ in 0..2 {
-        let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+        let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
             response_topic: Some("covo/gw-x/swarm/res".into()),
             correlation_data: Some("dup-1".into()),
             ..Default::default()
@@ -1138,7 +1140,7 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
         .expect("birth");
     let obs = raw(broker.port(), "#");
     let send = |call_id: &str, gateway: &str, response_topic: &str, payload: Option<&str>| {
-        let props = rumqttc::v5::mqttbytes::v5::PublishProperties {
+        let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
             response_topic: Some(response_topic.into()),
             correlation_data: Some(call_id.to_string().into()),
             ..Default::default()

@@ -769,8 +769,8 @@ fn audit(dir: &Path, tool: &str) -> Vec<(String, String)> {
 #[test]
 fn a_voice_message_is_transcribed_by_the_peer_and_answered() {
     use covo_tests::broker::{raw, Mosquitto};
-    use rumqttc::v5::mqttbytes::v5::PublishProperties;
-    use rumqttc::v5::mqttbytes::QoS;
+    use covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties;
+    use covo_tests::rumqttc::v5::mqttbytes::QoS;
     let broker = Mosquitto::start();
     // A peer that serves transcribe_audio: its retained birth, and answers on the response
     // topic with the request's correlation data (docs/peer-protocol.md).

@@ -11,6 +11,7 @@
 //! | button | GPIO27 | input, pulled up; `press` pulls it low and releases it |
 //! | fan | PWM channel 0 | frequency and duty |
 //! | echo | serial | echoes; answers `AT` with `OK` |
+//! | (declared with `path = "sim:loopback"`) | SPI | loopback, with a transfer log |
 
 mod bh1750;
 mod bme280;
@@ -19,6 +20,7 @@ mod gpio;
 mod i2c;
 mod pwm;
 mod serial;
+mod spi;
 mod ssd1306;
 
 pub use bh1750::Bh1750Model;
@@ -28,6 +30,7 @@ pub use gpio::SimLine;
 pub use i2c::{Fault, SimI2c, Transfer, TRANSFER_LOG_LEN};
 pub use pwm::SimPwm;
 pub use serial::SimSerial;
+pub use spi::{SimSpi, SpiTransfer, LOOPBACK_PATH};
 pub use ssd1306::{OledStatus, Ssd1306Model};
 
 use std::sync::{Arc, Mutex};
@@ -40,6 +43,7 @@ pub struct SimBoard {
     gpio: Arc<gpio::Gpio>,
     fan: SimPwm,
     echo: Arc<serial::Shared>,
+    spi: spi::SpiLog,
 }
 
 impl SimBoard {
@@ -71,6 +75,7 @@ impl SimBoard {
             gpio,
             fan: SimPwm::new(Self::FAN_CHANNEL),
             echo: serial::Shared::new(),
+            spi: spi::SpiLog::default(),
         }
     }
 
@@ -94,6 +99,23 @@ impl SimBoard {
     /// The serial port called `name` (only `echo`).
     pub fn serial(&self, name: &str) -> Option<SimSerial> {
         (name == Self::SERIAL_ECHO).then(|| SimSerial::new(name, self.echo.clone()))
+    }
+
+    /// A loopback SPI device at `bus`.`cs` (any: the board file decides which exist, by
+    /// declaring them with `path = "sim:loopback"`).
+    pub fn spi(&self, bus: u8, cs: u8) -> SimSpi {
+        SimSpi::new(bus, cs, self.spi.clone())
+    }
+
+    /// Every SPI transaction on the simulated devices, oldest first (the last
+    /// [`TRANSFER_LOG_LEN`]).
+    pub fn spi_transfers(&self) -> Vec<SpiTransfer> {
+        self.spi.all()
+    }
+
+    /// Forgets the SPI log.
+    pub fn clear_spi_transfers(&self) {
+        self.spi.clear()
     }
 
     /// Adds a fault on the I2C bus.

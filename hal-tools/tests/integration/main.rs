@@ -3,6 +3,5 @@
 //! Run one group with `cargo test -p <crate> --test integration <file>::`.
 
 mod architecture;
-mod boards;
 mod mcu_events;
 mod sim_board;

@@ -2,6 +2,7 @@
 //! hardware-in-the-loop tests.
 
 use covo_hal_tools::bus::{BusError, Edge, Line, Pwm};
+use covo_hal_tools::driver::Driver;
 use covo_hal_tools::sensors::{self, SensorError};
 use covo_hal_tools::sim::{Environment, Fault, SimBoard};
 use covo_hal_tools::{display, sim};
@@ -25,7 +26,7 @@ fn room(t: f64, rh: f64, hpa: f64, lux: f64) -> Environment {
 #[test]
 fn the_real_bme280_driver_reads_a_plausible_room_from_the_sim() {
     let board = SimBoard::new();
-    let q = sensors::read("bme280", board.i2c(1).unwrap(), 0x76).unwrap();
+    let q = sensors::read(Driver::Bme280, board.i2c(1).unwrap(), 0x76).unwrap();
     let (t, rh, p) = (
         value(&q, "temperature"),
         value(&q, "humidity"),
@@ -42,7 +43,7 @@ fn the_real_bme280_driver_reads_a_plausible_room_from_the_sim() {
 fn a_fixed_environment_is_what_the_bme280_driver_reports() {
     let board = SimBoard::new();
     board.set_environment(room(30.5, 71.0, 987.6, 10.0));
-    let q = sensors::read("bme280", board.i2c(1).unwrap(), 0x76).unwrap();
+    let q = sensors::read(Driver::Bme280, board.i2c(1).unwrap(), 0x76).unwrap();
     assert!((value(&q, "temperature") - 30.5).abs() < 0.02, "{q:?}");
     assert!((value(&q, "humidity") - 71.0).abs() < 0.1, "{q:?}");
     assert!((value(&q, "pressure") - 987.6).abs() < 0.05, "{q:?}");
@@ -53,7 +54,7 @@ fn a_fixed_environment_is_what_the_bme280_driver_reports() {
 fn the_bmp280_driver_reads_temperature_and_pressure_only() {
     let board = SimBoard::new();
     board.set_environment(room(18.0, 50.0, 1020.0, 0.0));
-    let q = sensors::read("bmp280", board.i2c(1).unwrap(), 0x76).unwrap();
+    let q = sensors::read(Driver::Bmp280, board.i2c(1).unwrap(), 0x76).unwrap();
     let names: Vec<_> = q.iter().map(|q| q.name).collect();
     assert_eq!(names, ["temperature", "pressure"]);
     assert!((value(&q, "pressure") - 1020.0).abs() < 0.05);
@@ -80,11 +81,11 @@ fn the_bme280_model_also_converts_in_normal_mode() {
 #[test]
 fn the_real_bh1750_driver_reads_the_sim_light_level() {
     let board = SimBoard::new();
-    let q = sensors::read("bh1750", board.i2c(1).unwrap(), 0x23).unwrap();
+    let q = sensors::read(Driver::Bh1750, board.i2c(1).unwrap(), 0x23).unwrap();
     let lux = value(&q, "illuminance");
     assert!((200.0..=450.0).contains(&lux), "{lux}");
     board.set_environment(room(20.0, 50.0, 1013.0, 1234.0));
-    let q = sensors::read("bh1750", board.i2c(1).unwrap(), 0x23).unwrap();
+    let q = sensors::read(Driver::Bh1750, board.i2c(1).unwrap(), 0x23).unwrap();
     assert!((value(&q, "illuminance") - 1234.0).abs() < 1.0, "{q:?}");
 }
 
@@ -161,10 +162,10 @@ fn a_nack_fault_lasts_its_count_and_comes_out_of_the_driver_as_a_bus_nack() {
     });
     let i2c = board.i2c(1).unwrap();
     for _ in 0..2 {
-        let e = sensors::read("bme280", i2c.clone(), 0x76).unwrap_err();
+        let e = sensors::read(Driver::Bme280, i2c.clone(), 0x76).unwrap_err();
         assert_eq!(e, SensorError::Bus(BusError::Nack(0x76)));
     }
-    assert!(sensors::read("bme280", i2c.clone(), 0x76).is_ok());
+    assert!(sensors::read(Driver::Bme280, i2c.clone(), 0x76).is_ok());
 }
 
 #[test]
@@ -213,7 +214,7 @@ fn a_corrupt_reading_returns_ff_bytes_for_its_count_then_real_data() {
         times: 1,
     });
     assert!(matches!(
-        sensors::read("bme280", i2c.clone(), 0x76),
+        sensors::read(Driver::Bme280, i2c.clone(), 0x76),
         Err(SensorError::Driver(_))
     ));
 }

@@ -50,12 +50,12 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 /// Sub-agents running at once unless configured.
 pub const DEFAULT_MAX_CONCURRENT: usize = 4;
 /// The toolsets of a sub-agent whose request names none: the web and the code sandbox.
-pub const DEFAULT_TOOLSETS: &[&str] = &["web", "code_exec"];
+pub const DEFAULT_TOOLSETS: &[&str] = &[catalog::web::TOOLSET, catalog::code_exec::TOOLSET];
 
 /// The profile name the sub-agent runtimes are built under.
 const PROFILE: &str = "covo-subagent";
 /// Toolsets a sub-agent never reaches: the board and its speaker stay with the gateway.
-const EXCLUDED_TOOLSETS: &[&str] = &["hardware", "voice"];
+const EXCLUDED_TOOLSETS: &[&str] = &[covo_core::toolset::HARDWARE, catalog::voice::TOOLSET];
 /// Single tools a sub-agent never reaches.
 const EXCLUDED_TOOLS: &[&str] = &[catalog::media::CAMERA_SNAPSHOT.name, SPAWN, STATUS, RESULT];
 /// Tool calls shown by `subagent_status`.

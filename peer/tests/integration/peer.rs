@@ -264,8 +264,11 @@ fn a_timeout_is_a_clean_error_reads_are_retried_once_and_writes_never() {
 }
 
 /// Request properties as another gateway would set them.
-fn props(response_topic: &str, call_id: &str) -> rumqttc::v5::mqttbytes::v5::PublishProperties {
-    rumqttc::v5::mqttbytes::v5::PublishProperties {
+fn props(
+    response_topic: &str,
+    call_id: &str,
+) -> covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
+    covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
         response_topic: Some(response_topic.into()),
         correlation_data: Some(bytes::Bytes::from(call_id.as_bytes().to_vec())),
         message_expiry_interval: Some(30),
@@ -303,7 +306,7 @@ fn a_redelivered_request_runs_the_tool_once_and_both_get_the_answer() {
         raw.client
             .publish_with_properties(
                 topics.request("gwraw"),
-                rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+                covo_tests::rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
                 false,
                 body.clone(),
                 props(&res, "dup-1"),
@@ -319,7 +322,7 @@ fn a_redelivered_request_runs_the_tool_once_and_both_get_the_answer() {
     raw.client
         .publish_with_properties(
             topics.request("gwraw"),
-            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            covo_tests::rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
             false,
             body,
             props(&res, "dup-1"),
@@ -815,7 +818,7 @@ fn send_raw(raw: &covo_tests::broker::Raw, gw: &str, req: &Request, response_top
     raw.client
         .publish_with_properties(
             Topics::new("covo").request(gw),
-            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            covo_tests::rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
             false,
             serde_json::to_vec(req).unwrap(),
             props(response_topic, &req.call_id),
@@ -901,7 +904,7 @@ fn a_request_whose_response_topic_is_not_its_gateways_is_refused_without_a_publi
     raw.client
         .publish_with_properties(
             topics.request("gwraw"),
-            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            covo_tests::rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
             false,
             b"not json".to_vec(),
             props("elsewhere/relay/on", "junk"),

@@ -382,7 +382,7 @@ fn a_redelivered_spawn_starts_one_sub_agent() {
         deadline_ms: 5000,
     };
     let body = serde_json::to_vec(&req).unwrap();
-    let props = || rumqttc::v5::mqttbytes::v5::PublishProperties {
+    let props = || covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
         response_topic: Some(res.clone()),
         correlation_data: Some(bytes::Bytes::from_static(b"spawn-1")),
         ..Default::default()
@@ -391,7 +391,7 @@ fn a_redelivered_spawn_starts_one_sub_agent() {
         client
             .publish_with_properties(
                 topics.request("gwraw"),
-                rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+                covo_tests::rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
                 false,
                 body.clone(),
                 props(),

@@ -182,9 +182,9 @@ fn a_broker_restart_under_load_ends_every_call_cleanly_and_runs_none_twice() {
 
 #[test]
 fn forged_responses_are_ignored() {
-    use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
-    use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::{Client, Event, MqttOptions};
+    use covo_tests::rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+    use covo_tests::rumqttc::v5::mqttbytes::QoS;
+    use covo_tests::rumqttc::v5::{Client, Event, MqttOptions};
     let broker = Mosquitto::start();
     let h = host(300);
     let _p = peer(&broker, "real", h.clone());

@@ -215,7 +215,7 @@ function onChat(d) {
     const t = el("div", { class: "tool " + (d.ok ? "ok" : "bad") }, "← " + d.tool + " ");
     t.append(d.ok ? String(d.result).slice(0, 300) : errorView(d.error));
     $("chat-log").append(t);
-    if (d.tool === "gpio_write" || d.tool === "pwm_set") loadBoard();
+    if (d.changes_board) loadBoard();
     loadLog();
   } else if (d.kind === "answer" || d.kind === "error") {
     if (botMsg && botMsg.textContent === d.text) { botMsg.classList.remove("pending"); }

@@ -1,8 +1,8 @@
 //! Every shipped board file loads, and broken ones are reported with file, line, column and what
 //! was expected.
 
-use covo_hal_tools::board::{BoardDef, BoardError};
-use covo_hal_tools::policy::BoardPolicy;
+use covo_board::board::{BoardDef, BoardError};
+use covo_board::policy::BoardPolicy;
 use std::path::{Path, PathBuf};
 
 fn boards_dir() -> PathBuf {

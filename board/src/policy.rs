@@ -51,7 +51,7 @@ impl BoardPolicy {
         outputs.extend(
             def.device
                 .iter()
-                .filter(|d| d.driver == "gpio_out")
+                .filter(|d| d.driver == crate::driver::Driver::GpioOut)
                 .filter_map(|d| d.pin),
         );
         BoardPolicy {

@@ -2,6 +2,7 @@
 //! devices a maker declared, and the policy. The loader gives errors with the file, the line and
 //! what was expected.
 
+use crate::driver::{Driver, Key};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -139,9 +140,8 @@ pub struct PwmDef {
 pub struct DeviceDef {
     /// The name tools use (`climate`, `relay`).
     pub name: String,
-    /// The driver: `bme280`, `bmp280`, `bh1750`, `sht4x`, `sht3x`, `aht20`, `scd4x`, `ads1115`,
-    /// `ssd1306`, `gpio_out`, `gpio_in`, `pwm`, `serial`, `mcu`.
-    pub driver: String,
+    /// The driver (`driver = "bme280"`); [`Driver::ALL`] lists them.
+    pub driver: Driver,
     /// I2C/SPI bus.
     pub bus: Option<u8>,
     /// I2C address.
@@ -269,6 +269,9 @@ impl BoardDef {
     /// Parses a definition; `path` is used in errors.
     pub fn parse(text: &str, path: &Path) -> Result<BoardDef, BoardError> {
         let mut def: BoardDef = toml::from_str(text).map_err(|e| {
+            if let Some(invalid) = e.span().and_then(|s| unknown_driver(text, path, s)) {
+                return invalid;
+            }
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
             BoardError::Parse {
                 path: path.to_path_buf(),
@@ -351,18 +354,6 @@ impl BoardDef {
                     ),
                 ));
             }
-            if !is_known_driver(&d.driver) {
-                return Err(invalid(
-                    i,
-                    "driver",
-                    format!(
-                        "device '{}': `driver = \"{}\"` is not a driver covo knows (known: {})",
-                        d.name,
-                        d.driver,
-                        known_drivers().join(", ")
-                    ),
-                ));
-            }
             if let Some(bus) = d.bus {
                 let known =
                     self.i2c.iter().any(|b| b.bus == bus) || self.spi.iter().any(|s| s.bus == bus);
@@ -397,10 +388,7 @@ impl BoardDef {
                 }
             }
             // An empty `available` means every line may be used (as the hardware resolves pins).
-            if let Some(pin) = d
-                .pin
-                .filter(|_| matches!(d.driver.as_str(), "gpio_out" | "gpio_in"))
-            {
+            if let Some(pin) = d.pin.filter(|_| d.driver.requires(Key::Pin)) {
                 if !available.is_empty() && !available.contains(&pin) {
                     return Err(invalid(
                         i,
@@ -451,7 +439,7 @@ impl BoardDef {
         let mcus: Vec<&str> = self
             .device
             .iter()
-            .filter(|d| d.driver == "mcu")
+            .filter(|d| d.driver == Driver::Mcu)
             .map(|d| d.name.as_str())
             .collect();
         for (j, m) in policy.mcu.iter().enumerate() {
@@ -497,21 +485,46 @@ impl BoardDef {
     }
 }
 
-/// Drivers that are not sensors: the display, GPIO, PWM, serial ports and microcontrollers.
-pub const OTHER_DRIVERS: &[&str] = &["ssd1306", "gpio_out", "gpio_in", "pwm", "serial", "mcu"];
-
-/// Whether covo has code for a `[[device]]` driver.
-pub fn is_known_driver(driver: &str) -> bool {
-    crate::sensors::DRIVERS.contains(&driver) || OTHER_DRIVERS.contains(&driver)
-}
-
-/// Every driver a `[[device]]` may name: the sensors, then the others.
-pub fn known_drivers() -> Vec<&'static str> {
-    crate::sensors::DRIVERS
-        .iter()
-        .chain(OTHER_DRIVERS)
-        .copied()
-        .collect()
+/// The loader's error for an unknown driver, when the TOML error at `span` is one: the
+/// [`Driver`] deserializer refuses a name it does not know, and this names the device and the
+/// key as the other checks do. `None` for any other error.
+fn unknown_driver(text: &str, path: &Path, span: std::ops::Range<usize>) -> Option<BoardError> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let root = root.get_ref();
+    let (_, devices) = root.iter().find(|(k, _)| k.get_ref() == "device")?;
+    let DeValue::Array(devices) = devices.get_ref() else {
+        return None;
+    };
+    for (i, d) in devices.iter().enumerate() {
+        let DeValue::Table(t) = d.get_ref() else {
+            continue;
+        };
+        let field = |name: &str| t.iter().find(|(k, _)| k.get_ref() == name).map(|(_, v)| v);
+        let Some(driver) = field("driver") else {
+            continue;
+        };
+        let DeValue::String(name) = driver.get_ref() else {
+            continue;
+        };
+        if driver.span() != span {
+            continue;
+        }
+        let e = name.parse::<Driver>().err()?;
+        let device = match field("name").map(|n| n.get_ref()) {
+            Some(DeValue::String(n)) => n.to_string(),
+            _ => format!("#{}", i + 1),
+        };
+        return Some(BoardError::Invalid {
+            path: path.to_path_buf(),
+            line: key_line(
+                text,
+                &[Seg::Key("device"), Seg::Index(i), Seg::Key("driver")],
+            ),
+            message: format!("device '{device}': {e}"),
+        });
+    }
+    None
 }
 
 /// One step of a path into the TOML document.
