@@ -131,16 +131,10 @@ impl Api {
         body: &Value,
         deadline: Instant,
     ) -> Result<Value, ApiError> {
-        let body = body.to_string();
+        let body = bytes::Bytes::from(body.to_string());
         self.retrying(
             deadline,
-            |left| {
-                self.http
-                    .post(self.url(method))
-                    .timeout(left)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-            },
+            |left| self.json_request(method, &body, left),
             method,
         )
         .await
@@ -153,13 +147,23 @@ impl Api {
         body: &Value,
         timeout: Duration,
     ) -> Result<Value, ApiError> {
-        let req = self
-            .http
+        let body = bytes::Bytes::from(body.to_string());
+        self.finish(method, self.json_request(method, &body, timeout))
+            .await
+    }
+
+    /// A POST of `body` (JSON) to `method`, given `timeout`.
+    fn json_request(
+        &self,
+        method: &str,
+        body: &bytes::Bytes,
+        timeout: Duration,
+    ) -> reqwest::RequestBuilder {
+        self.http
             .post(self.url(method))
             .timeout(timeout)
             .header("content-type", "application/json")
-            .body(body.to_string());
-        self.finish(method, req).await
+            .body(body.clone())
     }
 
     /// Sends what `request` builds (given the time left for the attempt) until it succeeds, a
@@ -179,7 +183,7 @@ impl Api {
                     detail: "no answer before the call's deadline".into(),
                 });
             }
-            let wait = match self.finish(method, request(left)).await {
+            let (pause, e) = match self.finish(method, request(left)).await {
                 Err(ApiError::RetryAfter(s)) => (Duration::from_secs(s), ApiError::RetryAfter(s)),
                 Err(e @ ApiError::Transport { .. }) => {
                     failures = failures.saturating_add(1);
@@ -187,13 +191,11 @@ impl Api {
                 }
                 done => return done,
             };
-            match wait {
-                (pause, e) if Instant::now() + pause >= deadline => return Err(e),
-                (pause, e) => {
-                    tracing::debug!(method, error = %e, wait_ms = pause.as_millis() as u64, "Telegram call failed; trying again");
-                    tokio::time::sleep(pause).await;
-                }
+            if Instant::now() + pause >= deadline {
+                return Err(e);
             }
+            tracing::debug!(method, error = %e, wait_ms = pause.as_millis() as u64, "Telegram call failed; trying again");
+            tokio::time::sleep(pause).await;
         }
     }
 

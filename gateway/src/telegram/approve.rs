@@ -177,18 +177,12 @@ pub const RESTARTED: &str = "covo restarted before this was answered, so nothing
 /// covo restarted (which removes its buttons) and forgotten. One that cannot be edited now is
 /// kept for the next start; its buttons match nothing meanwhile.
 pub async fn close_left_open(rt: &Arc<Runtime>, api: &Api) {
-    let rt2 = rt.clone();
-    let open = match tokio::task::spawn_blocking(move || {
-        rt2.store().and_then(|s| s.telegram_approvals_open())
-    })
-    .await
-    {
-        Ok(Ok(open)) => open,
-        Ok(Err(e)) => {
+    let open = match super::blocking(rt, |s| s.telegram_approvals_open()).await {
+        Ok(open) => open,
+        Err(e) => {
             tracing::warn!(error = %e, "could not read the approvals left open");
             return;
         }
-        Err(_) => return,
     };
     for a in open {
         let body = json!({"chat_id": a.chat_id, "message_id": a.message_id,
@@ -202,11 +196,9 @@ pub async fn close_left_open(rt: &Arc<Runtime>, api: &Api) {
                 continue;
             }
         }
-        let rt2 = rt.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            rt2.store().and_then(|s| s.telegram_approval_closed(&a.id))
-        })
-        .await;
+        if let Err(e) = super::blocking(rt, move |s| s.telegram_approval_closed(&a.id)).await {
+            tracing::warn!(error = %e, "could not forget a closed approval");
+        }
     }
 }
 

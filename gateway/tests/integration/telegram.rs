@@ -433,13 +433,13 @@ fn an_old_button_after_a_restart_matches_nothing_and_the_restart_closes_it() {
         "{:?}",
         press_notes(&fake)
     );
+    // Presses are answered concurrently, so in any order: two for an id that is not waiting,
+    // one for the live id pressed on the wrong message.
     let notes = press_notes(&fake);
-    assert!(notes[0].contains("no longer waiting"), "{notes:?}");
-    assert!(notes[1].contains("no longer waiting"), "{notes:?}");
-    assert!(
-        notes[2].contains("does not belong to this question"),
-        "{notes:?}"
-    );
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert_eq!(count("no longer waiting"), 2, "{notes:?}");
+    assert_eq!(count("does not belong to this question"), 1, "{notes:?}");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(runs(), 0, "an old or misplaced button ran the call");
     // The real button still works: none of the above ended the approval.
@@ -808,12 +808,15 @@ fn queues_chats_and_message_sizes_are_bounded() {
         fake.texts_to(ANN),
         covo.log()
     );
-    let dropped = fake
-        .texts_to(ANN)
-        .iter()
-        .filter(|t| t.contains("already waiting"))
-        .count();
-    assert_eq!(dropped, 3, "8 wait at most: {:?}", fake.texts_to(ANN));
+    // The refusals go out from their own tasks, so the last may come after "answer 8".
+    let dropped = || {
+        fake.texts_to(ANN)
+            .iter()
+            .filter(|t| t.contains("already waiting"))
+            .count()
+    };
+    wait_until(LONG, || dropped() >= 3);
+    assert_eq!(dropped(), 3, "8 wait at most: {:?}", fake.texts_to(ANN));
     // Too long for one message: refused before the model.
     fake.push(text_message(ANN, "Ann", &"x".repeat(5000)));
     assert!(fake.wait_text(ANN, "too long", LONG));
