@@ -251,6 +251,17 @@ impl FakeBotApi {
             .collect()
     }
 
+    /// The id of the newest message in `chat` that reads `text` now.
+    pub fn message_id(&self, chat: i64, text: &str) -> Option<i64> {
+        self.shared
+            .lock()
+            .messages
+            .iter()
+            .rev()
+            .find(|(_, (c, t))| *c == chat && t == text)
+            .map(|(id, _)| *id)
+    }
+
     /// Updates not yet confirmed by an offset.
     pub fn unconfirmed(&self) -> usize {
         self.shared.lock().updates.len()

@@ -112,6 +112,8 @@ const MIGRATIONS: &[&str] = &[
     readings::MIGRATION_COMPACT,
     // 13: the Telegram bot's update offset and inbox, paired users and pairing codes.
     telegram::MIGRATION,
+    // 14: the Telegram approval questions waiting for a press, closed after a restart.
+    telegram::MIGRATION_APPROVALS,
 ];
 
 /// The gateway's database.

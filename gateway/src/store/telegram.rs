@@ -40,6 +40,31 @@ CREATE TABLE telegram_pairing (
     expires_at INTEGER NOT NULL
 );";
 
+/// Migration 14: the approval questions on screen with live buttons, so a restart closes them.
+pub(super) const MIGRATION_APPROVALS: &str = "CREATE TABLE telegram_approvals (
+    id TEXT PRIMARY KEY,
+    chat_id INTEGER NOT NULL,
+    message_id INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    asked_at INTEGER NOT NULL
+);";
+
+/// Approval questions remembered at most (the bot waits on far fewer at once); the oldest go.
+pub const MAX_OPEN_APPROVALS: i64 = 64;
+
+/// An approval question left on screen with live buttons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenApproval {
+    /// The approval's id (the buttons' callback data carries it).
+    pub id: String,
+    /// The chat it was asked in.
+    pub chat_id: i64,
+    /// The question's message.
+    pub message_id: i64,
+    /// The question's text.
+    pub text: String,
+}
+
 /// Handled updates remembered (their ids only matter), so a batch Telegram sends again is
 /// not handled again.
 pub const KEEP_DONE: i64 = 256;
@@ -211,6 +236,48 @@ impl Store {
         Ok(PairingCode::New(code))
     }
 
+    /// Remembers an approval question with live buttons until [`Store::telegram_approval_closed`].
+    pub fn telegram_approval_open(&self, a: &OpenApproval, now: i64) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO telegram_approvals (id, chat_id, message_id, text, asked_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![a.id, a.chat_id, a.message_id, a.text, now],
+        )?;
+        tx.execute(
+            "DELETE FROM telegram_approvals WHERE id NOT IN
+             (SELECT id FROM telegram_approvals ORDER BY asked_at DESC, rowid DESC LIMIT ?1)",
+            [MAX_OPEN_APPROVALS],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets an approval question whose buttons are closed.
+    pub fn telegram_approval_closed(&self, id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("DELETE FROM telegram_approvals WHERE id = ?1", [id])?;
+        Ok(())
+    }
+
+    /// The approval questions a previous run left with live buttons, oldest first.
+    pub fn telegram_approvals_open(&self) -> Result<Vec<OpenApproval>, StoreError> {
+        let conn = self.conn();
+        let mut st = conn.prepare(
+            "SELECT id, chat_id, message_id, text FROM telegram_approvals ORDER BY asked_at, rowid",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok(OpenApproval {
+                id: r.get(0)?,
+                chat_id: r.get(1)?,
+                message_id: r.get(2)?,
+                text: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Redeems a pairing code: its user is added and the code is gone. `None` when no live
     /// code matches (case and spaces do not matter).
     pub fn telegram_pair(&self, code: &str, now: i64) -> Result<Option<(i64, String)>, StoreError> {
@@ -294,6 +361,27 @@ mod tests {
             )
             .unwrap();
         assert_eq!(kept, KEEP_DONE);
+    }
+
+    #[test]
+    fn open_approvals_are_kept_bounded_and_closed() {
+        let s = Store::in_memory().unwrap();
+        let a = |i: i64| OpenApproval {
+            id: format!("id{i}"),
+            chat_id: 7,
+            message_id: 100 + i,
+            text: format!("Approve {i}?"),
+        };
+        for i in 0..MAX_OPEN_APPROVALS + 5 {
+            s.telegram_approval_open(&a(i), i).unwrap();
+        }
+        let open = s.telegram_approvals_open().unwrap();
+        assert_eq!(open.len() as i64, MAX_OPEN_APPROVALS);
+        assert_eq!(open[0], a(5), "the oldest went first");
+        s.telegram_approval_closed("id5").unwrap();
+        let open = s.telegram_approvals_open().unwrap();
+        assert_eq!(open.len() as i64, MAX_OPEN_APPROVALS - 1);
+        assert!(open.iter().all(|x| x.id != "id5"));
     }
 
     #[test]

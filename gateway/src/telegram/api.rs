@@ -5,10 +5,18 @@
 //! The token is part of every URL (`{base}/bot{TOKEN}/{method}`), so no URL is ever shown:
 //! errors name the method, reqwest errors go through [`secrets::http_error`] (which drops the
 //! URL), and any text from the far side passes [`Api::redact`] before it is shown.
+//!
+//! One retry policy for every method ([`Api::call`], [`Api::upload`]): a 429 waits its
+//! `retry_after`, a network error backs off ([`backoff`]: doubling from 1 s, with jitter), and
+//! each call has a deadline; a wait that would end after it returns the error instead. The two
+//! callers with a policy of their own use [`Api::call_once`]: the `getUpdates` loop (which
+//! waits the same way between polls) and a streamed answer's edits (which skip a turn instead
+//! of waiting; its final text goes through the retrying path).
 
 use crate::secrets;
 use serde_json::Value;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// The largest answer read from a Bot API method.
 pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
@@ -18,6 +26,15 @@ pub const MAX_DOWNLOAD_BYTES: usize = 20 << 20;
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Used when a 429 carries no `retry_after`.
 const DEFAULT_RETRY_AFTER: u64 = 5;
+/// The longest wait between network retries.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The wait after `failures` network errors in a row: doubling from 1 s up to [`MAX_BACKOFF`],
+/// each with up to half of it taken off at random (so many bots do not retry in step).
+pub fn backoff(failures: u32) -> Duration {
+    let full = Duration::from_secs(1u64 << failures.clamp(1, 7).saturating_sub(1)).min(MAX_BACKOFF);
+    full.mul_f64(0.5 + fastrand::f64() * 0.5)
+}
 
 /// A failed Bot API call.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -96,23 +113,94 @@ impl Api {
         format!("{}/bot{}/{method}", self.base, self.token)
     }
 
-    /// Calls `method` with a JSON body; the `result` on success.
+    /// Calls `method` with a JSON body; the `result` on success. Retries a 429 after its
+    /// `retry_after` and a network error after a backoff, until `timeout` has passed.
     pub async fn call(
         &self,
         method: &str,
         body: &Value,
         timeout: Duration,
     ) -> Result<Value, ApiError> {
-        let req = self
-            .http
+        self.call_by(method, body, Instant::now() + timeout).await
+    }
+
+    /// [`Api::call`] with a deadline instead of a timeout.
+    pub async fn call_by(
+        &self,
+        method: &str,
+        body: &Value,
+        deadline: Instant,
+    ) -> Result<Value, ApiError> {
+        let body = bytes::Bytes::from(body.to_string());
+        self.retrying(
+            deadline,
+            |left| self.json_request(method, &body, left),
+            method,
+        )
+        .await
+    }
+
+    /// One attempt at `method`, for callers with a retry policy of their own.
+    pub async fn call_once(
+        &self,
+        method: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, ApiError> {
+        let body = bytes::Bytes::from(body.to_string());
+        self.finish(method, self.json_request(method, &body, timeout))
+            .await
+    }
+
+    /// A POST of `body` (JSON) to `method`, given `timeout`.
+    fn json_request(
+        &self,
+        method: &str,
+        body: &bytes::Bytes,
+        timeout: Duration,
+    ) -> reqwest::RequestBuilder {
+        self.http
             .post(self.url(method))
             .timeout(timeout)
             .header("content-type", "application/json")
-            .body(body.to_string());
-        self.finish(method, req).await
+            .body(body.clone())
     }
 
-    /// Uploads one file as `multipart/form-data` with text `fields` (`sendPhoto`).
+    /// Sends what `request` builds (given the time left for the attempt) until it succeeds, a
+    /// refusal that waiting cannot change comes back, or the next wait would pass `deadline`.
+    async fn retrying(
+        &self,
+        deadline: Instant,
+        request: impl Fn(Duration) -> reqwest::RequestBuilder,
+        method: &str,
+    ) -> Result<Value, ApiError> {
+        let mut failures = 0u32;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ApiError::Transport {
+                    method: method.into(),
+                    detail: "no answer before the call's deadline".into(),
+                });
+            }
+            let (pause, e) = match self.finish(method, request(left)).await {
+                Err(ApiError::RetryAfter(s)) => (Duration::from_secs(s), ApiError::RetryAfter(s)),
+                Err(e @ ApiError::Transport { .. }) => {
+                    failures = failures.saturating_add(1);
+                    (backoff(failures), e)
+                }
+                done => return done,
+            };
+            if Instant::now() + pause >= deadline {
+                return Err(e);
+            }
+            tracing::debug!(method, error = %e, wait_ms = pause.as_millis() as u64, "Telegram call failed; trying again");
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// Uploads one file as `multipart/form-data` with text `fields` (`sendPhoto`), retrying
+    /// as [`Api::call`] does for up to two minutes.
     pub async fn upload(
         &self,
         method: &str,
@@ -120,16 +208,22 @@ impl Api {
         file: (&str, &str, &str, &[u8]),
     ) -> Result<Value, ApiError> {
         let (boundary, body) = crate::multipart::form(fields, file);
-        let req = self
-            .http
-            .post(self.url(method))
-            .timeout(Duration::from_secs(120))
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(body);
-        self.finish(method, req).await
+        let body = bytes::Bytes::from(body);
+        self.retrying(
+            Instant::now() + Duration::from_secs(120),
+            |left| {
+                self.http
+                    .post(self.url(method))
+                    .timeout(left)
+                    .header(
+                        "content-type",
+                        format!("multipart/form-data; boundary={boundary}"),
+                    )
+                    .body(body.clone())
+            },
+            method,
+        )
+        .await
     }
 
     /// Downloads a file by the `file_path` `getFile` gave, at most `max` bytes.

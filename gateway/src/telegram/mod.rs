@@ -34,8 +34,9 @@ use crate::llm::{ChatModel, ToolCall};
 use crate::policy::Via;
 use crate::runtime::Runtime;
 use crate::store::telegram::{InboxRow, PairingCode};
+pub use api::{backoff, MAX_BACKOFF};
 use api::{Api, ApiError, CALL_TIMEOUT};
-use approve::{Approvals, ChatApprover, Press};
+use approve::{Approvals, At, ChatApprover, Press};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -63,12 +64,15 @@ pub const MAX_PHOTO_BYTES: u64 = 10 << 20;
 pub const MAX_VOICE_BYTES: usize = 10 << 20;
 /// Updates asked for per poll (Telegram's maximum is 100).
 pub const POLL_LIMIT: u32 = 100;
-/// The longest wait between two polls after network errors.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long a pairing code stays valid.
 pub const PAIRING_TTL_SECS: i64 = 3600;
 /// Unknown users remembered as already refused (then the memory starts over).
 pub const MAX_REFUSED: usize = 1024;
+/// How long a refusal to an unknown user is retried (429s and network errors).
+pub const REFUSAL_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The unknown users already sent a refusal.
+type Refused = Arc<Mutex<HashSet<i64>>>;
 
 /// Why the bot did not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -184,7 +188,12 @@ pub async fn serve(
         stop: stop.clone(),
     });
     let mut tasks = tokio::task::JoinSet::new();
-    let mut refused: HashSet<i64> = HashSet::new();
+    let refused: Refused = Arc::default();
+    // Approval questions a crash or restart left with live buttons: closed, saying why.
+    {
+        let (rt, api) = (rt.clone(), api.clone());
+        tasks.spawn(async move { approve::close_left_open(&rt, &api).await });
+    }
 
     // What a crash or restart left in the inbox.
     let inbox = blocking(&rt, |s| s.telegram_inbox()).await?;
@@ -211,7 +220,7 @@ pub async fn serve(
         }
         let got = tokio::select! {
             _ = stop.cancelled() => break,
-            r = api.call("getUpdates", &body, Duration::from_secs(poll_timeout + 15)) => r,
+            r = api.call_once("getUpdates", &body, Duration::from_secs(poll_timeout + 15)) => r,
         };
         while tasks.try_join_next().is_some() {}
         chats.evict_idle(Instant::now());
@@ -219,7 +228,7 @@ pub async fn serve(
             Ok(updates) => {
                 failures = 0;
                 let updates = updates.as_array().cloned().unwrap_or_default();
-                match accept(&bot, &mut chats, &mut tasks, &mut refused, updates).await {
+                match accept(&bot, &mut chats, &mut tasks, &refused, updates).await {
                     Ok(Some(last)) => {
                         offset = Some(last + 1);
                         continue;
@@ -262,13 +271,6 @@ pub async fn serve(
     Ok(())
 }
 
-/// The wait after `failures` network errors in a row: doubling from 1 s up to [`MAX_BACKOFF`],
-/// each with up to half of it taken off at random (so many bots do not retry in step).
-pub fn backoff(failures: u32) -> Duration {
-    let full = Duration::from_secs(1u64 << failures.clamp(1, 7).saturating_sub(1)).min(MAX_BACKOFF);
-    full.mul_f64(0.5 + fastrand::f64() * 0.5)
-}
-
 /// Runs `f` on the store on the blocking pool.
 async fn blocking<T: Send + 'static>(
     rt: &Arc<Runtime>,
@@ -287,7 +289,7 @@ async fn accept(
     bot: &Arc<Bot>,
     chats: &mut Sessions,
     tasks: &mut tokio::task::JoinSet<()>,
-    refused: &mut HashSet<i64>,
+    refused: &Refused,
     updates: Vec<Value>,
 ) -> Result<Option<i64>, TelegramError> {
     let mut last = None;
@@ -361,7 +363,7 @@ async fn accept(
 async fn stranger(
     bot: &Arc<Bot>,
     tasks: &mut tokio::task::JoinSet<()>,
-    refused: &mut HashSet<i64>,
+    refused: &Refused,
     chat: i64,
     user: i64,
     name: &str,
@@ -385,19 +387,26 @@ async fn stranger(
         ),
         Err(e) => tracing::warn!(error = %e, "Telegram user {name} (id {user}) is not allowed; no pairing code"),
     }
-    if refused.len() >= MAX_REFUSED {
-        refused.clear();
-    }
-    if refused.insert(user) {
-        let api = bot.api.clone();
+    let first = {
+        let mut r = lock(refused);
+        if r.len() >= MAX_REFUSED {
+            r.clear();
+        }
+        r.insert(user)
+    };
+    if first {
+        let (api, refused) = (bot.api.clone(), refused.clone());
         tasks.spawn(async move {
             let text = "Hello! This bot is private, so I cannot chat with you yet. \
                         If you know its owner, ask them to let you in: covo's log has a pairing code for you.";
+            // Waits out a 429 or a network error for a while; if it still fails, the user is
+            // not remembered as refused, so their next message tries again.
             if let Err(e) = api
-                .call("sendMessage", &json!({"chat_id": chat, "text": text}), CALL_TIMEOUT)
+                .call("sendMessage", &json!({"chat_id": chat, "text": text}), REFUSAL_DEADLINE)
                 .await
             {
-                tracing::warn!(error = %e, "could not send the refusal");
+                lock(&refused).remove(&user);
+                tracing::warn!(error = %e, "could not send the refusal; the next message from this user tries again");
             }
         });
     }
@@ -408,12 +417,28 @@ async fn press(bot: Arc<Bot>, cq: Value) {
     let id = cq["id"].as_str().unwrap_or("").to_string();
     let by = cq["from"]["id"].as_i64().unwrap_or(0);
     let name = display_name(&cq["from"]);
+    // The message the button is on (absent for buttons of inline messages, which covo never
+    // sends: then nothing matches).
+    let at = At {
+        chat: cq["message"]["chat"]["id"].as_i64().unwrap_or(0),
+        message: cq["message"]["message_id"].as_i64().unwrap_or(0),
+    };
     let (note, alert) = match approve::parse_data(cq["data"].as_str().unwrap_or("")) {
         None => ("This button is not one of mine.", true),
-        Some((ap, yes)) => match bot.approvals.answer(ap, by, &name, yes) {
+        Some((ap, yes)) => match bot.approvals.answer(ap, at, by, &name, yes) {
             Press::Answered if yes => ("Approved.", false),
             Press::Answered => ("Denied.", false),
             Press::Gone => ("This approval is no longer waiting.", true),
+            Press::Elsewhere => {
+                tracing::warn!(
+                    user = by,
+                    "a Telegram approval button was pressed away from its question"
+                );
+                (
+                    "This button does not belong to this question; nothing was changed.",
+                    true,
+                )
+            }
             Press::NotAllowed => {
                 tracing::warn!(
                     user = by,
@@ -469,6 +494,7 @@ fn dispatch(
             asker,
             approvals: bot.approvals.clone(),
             api: bot.api.clone(),
+            rt: bot.rt.clone(),
             handle: tokio::runtime::Handle::current(),
             timeout: bot.settings.approval_timeout,
             confirm_actuate: bot.settings.confirm_actuate,
@@ -864,7 +890,7 @@ impl Reply {
                     continue;
                 }
                 let body = json!({"chat_id": self.chat, "message_id": id, "text": piece});
-                match api.call("editMessageText", &body, CALL_TIMEOUT).await {
+                match api.call_once("editMessageText", &body, CALL_TIMEOUT).await {
                     Ok(_) => {}
                     Err(ApiError::Refused { description, .. })
                         if description.contains("not modified") => {}
@@ -873,7 +899,7 @@ impl Reply {
                 self.sent[i].1 = piece.to_string();
             } else {
                 let body = json!({"chat_id": self.chat, "text": piece});
-                let m = api.call("sendMessage", &body, CALL_TIMEOUT).await?;
+                let m = api.call_once("sendMessage", &body, CALL_TIMEOUT).await?;
                 let id = m["message_id"]
                     .as_i64()
                     .ok_or_else(|| ApiError::Malformed {

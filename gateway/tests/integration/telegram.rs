@@ -139,33 +139,35 @@ fn asked(llm: &ScriptedLlm) -> Vec<String> {
 
 /// The first message with an inline keyboard sent to `chat` after `skip` of them: its
 /// approve and deny `callback_data`, and the message itself as the bot sent it.
+/// The `n`th approval question covo got onto the chat (a send the fake refused is not one):
+/// its Approve and Deny callback data and the message a press carries.
 fn keyboard(fake: &FakeBotApi, chat: i64, n: usize) -> Option<(String, String, Value)> {
-    let r = fake
-        .calls("sendMessage")
-        .into_iter()
-        .filter(|r| {
-            r.json["chat_id"].as_i64() == Some(chat) && r.json.get("reply_markup").is_some()
-        })
-        .nth(n)?;
-    let row = &r.json["reply_markup"]["inline_keyboard"][0];
-    let message = json!({"message_id": 900 + n, "chat": {"id": chat, "type": "private"},
-                         "date": 0, "text": r.json["text"]});
-    Some((
-        row[0]["callback_data"].as_str()?.to_string(),
-        row[1]["callback_data"].as_str()?.to_string(),
-        message,
-    ))
+    let mut shown: Vec<(String, String, Value)> = Vec::new();
+    for r in fake.calls("sendMessage") {
+        if r.json["chat_id"].as_i64() != Some(chat) || r.json.get("reply_markup").is_none() {
+            continue;
+        }
+        let row = &r.json["reply_markup"]["inline_keyboard"][0];
+        let text = r.json["text"].as_str().unwrap_or_default();
+        // The message the fake made of it (a press carries it, and covo checks it); none when
+        // the fake refused this send. Questions can read alike: the button data tells them apart.
+        let Some(id) = fake.message_id(chat, text) else {
+            continue;
+        };
+        let yes = row[0]["callback_data"].as_str()?.to_string();
+        if shown.iter().any(|(y, _, _)| *y == yes) {
+            continue;
+        }
+        let message = json!({"message_id": id, "chat": {"id": chat, "type": "private"},
+                             "date": 0, "text": text});
+        shown.push((yes, row[1]["callback_data"].as_str()?.to_string(), message));
+    }
+    shown.into_iter().nth(n)
 }
 
 fn wait_keyboard(fake: &FakeBotApi, chat: i64, n: usize) -> (String, String, Value) {
     assert!(
-        fake.wait_for(LONG, |reqs| reqs
-            .iter()
-            .filter(|r| r.method == "sendMessage"
-                && r.json["chat_id"].as_i64() == Some(chat)
-                && r.json.get("reply_markup").is_some())
-            .count()
-            > n),
+        wait_until(LONG, || keyboard(fake, chat, n).is_some()),
         "no approval keyboard #{n}: {:?}",
         fake.texts_to(chat)
     );
@@ -356,6 +358,232 @@ fn approvals_go_through_buttons_only_the_asker_answers_and_silence_denies() {
     assert!(rows.iter().all(|(via, _)| via == "telegram"), "{rows:?}");
     assert_eq!(rows[0].1, "ok", "{rows:?}");
     assert!(rows[1..].iter().all(|(_, o)| o != "ok"), "{rows:?}");
+}
+
+fn flood(s: u64) -> Value {
+    json!({"ok": false, "error_code": 429,
+           "description": format!("Too Many Requests: retry after {s}"),
+           "parameters": {"retry_after": s}})
+}
+
+/// The answers covo gave to button presses, in order.
+fn press_notes(fake: &FakeBotApi) -> Vec<String> {
+    fake.calls("answerCallbackQuery")
+        .iter()
+        .filter_map(|r| r.json["text"].as_str().map(String::from))
+        .collect()
+}
+
+/// Issue 24, defect 1: an Approve button from before a restart approved the newer request
+/// (ids came from a counter that restarted at 1, and a press was matched on id and user only).
+#[test]
+fn an_old_button_after_a_restart_matches_nothing_and_the_restart_closes_it() {
+    let fake = FakeBotApi::start(TOKEN);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran.txt");
+    let call = json!({"command": format!("echo ran >> {}", marker.display())}).to_string();
+    let llm = ScriptedLlm::start(vec![
+        // Asked before the kill: never answered.
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("Done: it ran."),
+    ]);
+    let cfg = config(&fake, &[ANN], "approval_timeout_secs = 60\n");
+    let runs = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    fake.push(text_message(ANN, "Ann", "please run the job"));
+    let (old_yes, old_no, old_message) = wait_keyboard(&fake, ANN, 0);
+    let id = |data: &str| data.split(':').nth(1).unwrap_or_default().to_string();
+    assert_eq!(id(&old_yes).len(), 32, "{old_yes}");
+    assert!(id(&old_yes).bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(id(&old_yes), id(&old_no));
+    covo.kill();
+
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    // The question the kill left open is closed: its text says why, its buttons are gone.
+    let old_id = old_message["message_id"].as_i64().unwrap();
+    assert!(
+        fake.wait_for(LONG, |reqs| reqs.iter().any(|r| r.method
+            == "editMessageText"
+            && r.json["message_id"].as_i64() == Some(old_id)
+            && r.json["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("covo restarted before this was answered")
+            && r.json.get("reply_markup").is_none())),
+        "{:?}\n{}",
+        fake.chat_view(ANN),
+        covo.log()
+    );
+    fake.push(text_message(ANN, "Ann", "run the job again"));
+    let (new_yes, _, new_message) = wait_keyboard(&fake, ANN, 1);
+    assert_ne!(id(&new_yes), id(&old_yes), "an approval id came again");
+    // The old Approve, on the old message, and the old data forged onto the new message.
+    fake.push(callback_query(ANN, "Ann", &old_message, &old_yes));
+    fake.push(callback_query(ANN, "Ann", &new_message, &old_yes));
+    // The new data pressed on the old message (another question of the same chat).
+    fake.push(callback_query(ANN, "Ann", &old_message, &new_yes));
+    assert!(
+        wait_until(LONG, || press_notes(&fake).len() >= 3),
+        "{:?}",
+        press_notes(&fake)
+    );
+    // Presses are answered concurrently, so in any order: two for an id that is not waiting,
+    // one for the live id pressed on the wrong message.
+    let notes = press_notes(&fake);
+    let count = |needle: &str| notes.iter().filter(|n| n.contains(needle)).count();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert_eq!(count("no longer waiting"), 2, "{notes:?}");
+    assert_eq!(count("does not belong to this question"), 1, "{notes:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(runs(), 0, "an old or misplaced button ran the call");
+    // The real button still works: none of the above ended the approval.
+    fake.push(callback_query(ANN, "Ann", &new_message, &new_yes));
+    assert!(
+        fake.wait_text(ANN, "Done: it ran.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert_eq!(runs(), 1);
+    covo.stop();
+}
+
+/// Issue 24, defects 2 and 3: a 429 on the approval question denied the call at once, and the
+/// one-shot answers to a press and the closing edit were dropped on a 429.
+#[test]
+fn every_approval_call_waits_out_a_429() {
+    let fake = FakeBotApi::start(TOKEN);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran.txt");
+    let call = json!({"command": format!("echo ran >> {}", marker.display())}).to_string();
+    let llm = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("Done: it ran."),
+        Reply::tool_calls(vec![("shell_exec", call.as_str())]),
+        Reply::text("Not asked."),
+    ]);
+    let cfg = config(&fake, &[ANN], "approval_timeout_secs = 20\n");
+    let covo = Covo::start(dir.path(), &cfg, &llm, TOKEN);
+    fake.fail_next("sendMessage", 429, flood(2));
+    fake.push(text_message(ANN, "Ann", "please run the job"));
+    let (yes, _, message) = wait_keyboard(&fake, ANN, 0);
+    let asks: Vec<_> = fake
+        .calls("sendMessage")
+        .into_iter()
+        .filter(|r| r.json.get("reply_markup").is_some())
+        .collect();
+    assert_eq!(
+        asks.len(),
+        2,
+        "the question was not sent again after the 429"
+    );
+    let gap = asks[1].at - asks[0].at;
+    assert!(
+        gap >= Duration::from_millis(1900),
+        "asked again {gap:?} after a 429 with retry_after 2"
+    );
+    fake.fail_next("answerCallbackQuery", 429, flood(1));
+    fake.fail_next("editMessageText", 429, flood(1));
+    fake.push(callback_query(ANN, "Ann", &message, &yes));
+    assert!(
+        fake.wait_text(ANN, "Done: it ran.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    assert!(
+        wait_until(LONG, || fake.calls("answerCallbackQuery").len() == 2),
+        "the press was not answered again after a 429"
+    );
+    assert_eq!(press_notes(&fake), ["Approved.", "Approved."]);
+    let id = message["message_id"].as_i64().unwrap();
+    assert!(
+        fake.wait_for(LONG, |reqs| reqs.iter().any(|r| r.method
+            == "editMessageText"
+            && r.json["message_id"].as_i64() == Some(id)
+            && r.json["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Approved by @ann."))),
+        "the question was not closed after a 429: {:?}",
+        fake.chat_view(ANN)
+    );
+    assert!(!llm.requests()[1].raw_body.contains("denied"));
+
+    // A 429 longer than the approval's deadline is a denial that says why; nothing runs.
+    fake.fail_next("sendMessage", 429, flood(60));
+    fake.push(text_message(ANN, "Ann", "once more"));
+    assert!(
+        fake.wait_text(ANN, "Not asked.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(ANN),
+        covo.log()
+    );
+    let told = &llm.requests()[3].raw_body;
+    assert!(
+        told.contains("could not ask on Telegram within 20 s"),
+        "{told}"
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 1);
+    covo.stop();
+}
+
+/// Issue 24, defect 3: a 429 on a stranger's refusal dropped it for good (the user was
+/// remembered as refused, so no refusal ever came until a restart).
+#[test]
+fn a_strangers_refusal_survives_a_429_and_a_failed_one_is_tried_again() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], ""), &llm, TOKEN);
+    fake.fail_next("sendMessage", 429, flood(1));
+    fake.push(text_message(BOB, "Bob", "hi"));
+    let refused = |chat: i64| {
+        fake.chat_view(chat)
+            .iter()
+            .filter(|t| t.contains("This bot is private"))
+            .count()
+    };
+    let attempts = |chat: i64| {
+        fake.calls("sendMessage")
+            .iter()
+            .filter(|r| r.json["chat_id"].as_i64() == Some(chat))
+            .count()
+    };
+    assert!(
+        wait_until(LONG, || refused(BOB) == 1),
+        "{:?}\n{}",
+        fake.texts_to(BOB),
+        covo.log()
+    );
+    assert_eq!(attempts(BOB), 2, "the refused send and the one after it");
+    // A refusal Telegram refuses outright (400) is not remembered as sent.
+    fake.fail_next(
+        "sendMessage",
+        400,
+        json!({"ok": false, "error_code": 400, "description": "Bad Request: chat not found"}),
+    );
+    fake.push(text_message(CAROL, "Carol", "hello"));
+    assert!(wait_until(LONG, || attempts(CAROL) == 1));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(refused(CAROL), 0);
+    fake.push(text_message(CAROL, "Carol", "hello?"));
+    assert!(
+        wait_until(LONG, || refused(CAROL) == 1),
+        "the second message got no refusal: {}",
+        covo.log()
+    );
+    // Bob, refused once, is not refused again.
+    fake.push(text_message(BOB, "Bob", "hi again"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(attempts(BOB), 2);
+    covo.stop();
 }
 
 /// A 1×1 PNG.
@@ -580,12 +808,15 @@ fn queues_chats_and_message_sizes_are_bounded() {
         fake.texts_to(ANN),
         covo.log()
     );
-    let dropped = fake
-        .texts_to(ANN)
-        .iter()
-        .filter(|t| t.contains("already waiting"))
-        .count();
-    assert_eq!(dropped, 3, "8 wait at most: {:?}", fake.texts_to(ANN));
+    // The refusals go out from their own tasks, so the last may come after "answer 8".
+    let dropped = || {
+        fake.texts_to(ANN)
+            .iter()
+            .filter(|t| t.contains("already waiting"))
+            .count()
+    };
+    wait_until(LONG, || dropped() >= 3);
+    assert_eq!(dropped(), 3, "8 wait at most: {:?}", fake.texts_to(ANN));
     // Too long for one message: refused before the model.
     fake.push(text_message(ANN, "Ann", &"x".repeat(5000)));
     assert!(fake.wait_text(ANN, "too long", LONG));
