@@ -40,8 +40,12 @@ const EXEMPT: &[(&str, &[&str], &str)] = &[
     ),
     (
         "edge",
-        &["gateway/src/mcp/mod.rs", "gateway/src/cli/mod.rs"],
-        "the `edge` profile ([mcp] profile's default) and the `edge` cargo profile (the build name)",
+        &[
+            "gateway/src/mcp/mod.rs",
+            "gateway/src/cli/mod.rs",
+            "gateway/src/tools/gpio.rs",
+        ],
+        "the `edge` profile ([mcp] profile's default), the `edge` cargo profile (the build name) and `gpio_wait_edge`'s `edge` argument",
     ),
     (
         "mcu",
