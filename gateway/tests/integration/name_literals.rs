@@ -48,16 +48,6 @@ const EXEMPT: &[(&str, &[&str], &str)] = &[
         "the `edge` profile ([mcp] profile's default), the `edge` cargo profile (the build name) and `gpio_wait_edge`'s `edge` argument",
     ),
     (
-        "mcu",
-        &[
-            "gateway/src/watch.rs",
-            "gateway/src/tools/automation.rs",
-            "gateway/src/tools/hwargs.rs",
-            "gateway/src/tools/docs.rs",
-        ],
-        "the board file's `mcu` driver, and the bundled `mcu` documentation page",
-    ),
-    (
         "hardware",
         &["gateway/src/doctor.rs"],
         "the name of one of `covo doctor`'s checks",
