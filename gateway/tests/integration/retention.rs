@@ -206,6 +206,7 @@ fn old_readings_move_to_the_compact_tables() {
                 "DROP TABLE samples; DROP TABLE series;
                  DROP TABLE telegram_state; DROP TABLE telegram_inbox;
                  DROP TABLE telegram_users; DROP TABLE telegram_pairing;
+                 DROP TABLE telegram_approvals;
                  CREATE TABLE readings (id INTEGER PRIMARY KEY, sensor TEXT NOT NULL,
                      quantity TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL, at TEXT NOT NULL);
                  INSERT INTO readings (sensor, quantity, value, unit, at) VALUES
