@@ -342,7 +342,44 @@ impl BoardDef {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        self.validate_serial(text)?;
         for (i, d) in self.device.iter().enumerate() {
+            if d.driver.requires(Key::Port) {
+                let declared = || {
+                    let names: Vec<&str> = self.serial.iter().map(|s| s.name.as_str()).collect();
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                };
+                match &d.port {
+                    None => {
+                        return Err(invalid(
+                            i,
+                            "driver",
+                            format!(
+                                "device '{}' ({}) needs `port = \"NAME\"`, the name of a [[serial]] port (declared: {})",
+                                d.name,
+                                d.driver,
+                                declared()
+                            ),
+                        ))
+                    }
+                    Some(port) if self.resolve_serial(port).is_err() => {
+                        return Err(invalid(
+                            i,
+                            "port",
+                            format!(
+                                "device '{}' is on serial port '{port}', which no [[serial]] declares (declared: {})",
+                                d.name,
+                                declared()
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
             if let Some(first) = self.device[..i].iter().position(|o| o.name == d.name) {
                 return Err(invalid(
                     i,
@@ -484,6 +521,107 @@ impl BoardDef {
         Ok(())
     }
 }
+
+impl BoardDef {
+    /// Each `[[serial]]` port can exist: a unique name, and a device path (`/dev/…`), USB ids
+    /// of hex digits, or on the sim board one of the sim's ports ([`SIM_SERIAL_PORTS`]).
+    fn validate_serial(&self, text: &str) -> Result<(), BoardError> {
+        use Seg::{Index as I, Key as K};
+        let at = |i: usize, key: &str, message: String| BoardError::Invalid {
+            path: self.source.clone(),
+            line: key_line(text, &[K("serial"), I(i), K(key)]),
+            message,
+        };
+        let sim = self.board.backend == "sim";
+        for (i, s) in self.serial.iter().enumerate() {
+            if let Some(first) = self.serial[..i].iter().position(|o| o.name == s.name) {
+                return Err(at(
+                    i,
+                    "name",
+                    format!(
+                        "serial port name '{}' is declared twice (first at line {}); names must be unique",
+                        s.name,
+                        key_line(text, &[K("serial"), I(first), K("name")])
+                    ),
+                ));
+            }
+            if let Some(usb) = &s.usb {
+                for (key, id) in [("vid", &usb.vid), ("pid", &usb.pid)] {
+                    let hex = !id.is_empty()
+                        && id.len() <= 4
+                        && id.chars().all(|c| c.is_ascii_hexdigit());
+                    if !hex {
+                        return Err(BoardError::Invalid {
+                            path: self.source.clone(),
+                            line: key_line(text, &[K("serial"), I(i), K("usb"), K(key)]),
+                            message: format!(
+                                "serial port '{}': usb {key} '{id}' is not a USB id; expected up to 4 hex digits, as `lsusb` shows them (2e8a)",
+                                s.name
+                            ),
+                        });
+                    }
+                }
+            }
+            match s.path.as_deref() {
+                None if s.usb.is_none() => {
+                    return Err(at(
+                        i,
+                        "name",
+                        format!(
+                            "serial port '{}' declares neither `path` (/dev/ttyUSB0) nor `usb` ids; covo could not find it",
+                            s.name
+                        ),
+                    ))
+                }
+                None => {}
+                Some(path) => {
+                    if let Some(name) = path.strip_prefix("sim:") {
+                        if !sim {
+                            return Err(at(
+                                i,
+                                "path",
+                                format!(
+                                    "serial port '{}': `path = \"{path}\"` is a sim port, but this board's backend is '{}'; give the device path (/dev/ttyACM0) or usb ids",
+                                    s.name, self.board.backend
+                                ),
+                            ));
+                        }
+                        if !SIM_SERIAL_PORTS.contains(&name) {
+                            return Err(at(
+                                i,
+                                "path",
+                                format!(
+                                    "serial port '{}': `path = \"{path}\"`, but the sim has no serial port '{name}' (it has: {})",
+                                    s.name,
+                                    SIM_SERIAL_PORTS
+                                        .iter()
+                                        .map(|p| format!("sim:{p}"))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            ));
+                        }
+                    } else if !path.starts_with('/') {
+                        return Err(at(
+                            i,
+                            "path",
+                            format!(
+                                "serial port '{}': `path = \"{path}\"` is not a device path; expected an absolute path such as /dev/{}",
+                                s.name,
+                                path.trim_start_matches("./")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The serial ports of the sim board (`path = "sim:NAME"`): a line echo and a microcontroller
+/// running covo's firmware protocol. `covo_hal_tools::sim` serves exactly these.
+pub const SIM_SERIAL_PORTS: &[&str] = &["echo", "mcu"];
 
 /// The loader's error for an unknown driver, when the TOML error at `span` is one: the
 /// [`Driver`] deserializer refuses a name it does not know, and this names the device and the

@@ -344,7 +344,10 @@ fn an_unknown_driver_is_refused_at_its_driver_key() {
         "bme280", "bmp280", "bh1750", "sht4x", "sht3x", "aht20", "scd4x", "ads1115", "ssd1306",
         "gpio_out", "gpio_in", "pwm", "serial", "mcu",
     ] {
-        let text = FULL.replace("driver = \"gpio_out\"", &format!("driver = \"{d}\""));
+        let mut text = FULL.replace("driver = \"gpio_out\"", &format!("driver = \"{d}\""));
+        if d == "serial" || d == "mcu" {
+            text = text.replace("pin = 17", "port = \"pico\"");
+        }
         BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap_or_else(|e| panic!("{d}: {e}"));
     }
 }
@@ -438,4 +441,78 @@ fn a_board_file_that_is_not_utf8_names_the_line_and_the_byte() {
     assert!(shown.contains(&format!("line {line}")), "{shown}");
     assert!(shown.contains(&format!("byte {at}")), "{shown}");
     assert!(shown.contains("UTF-8"), "{shown}");
+}
+
+#[test]
+fn a_serial_device_on_a_port_that_cannot_exist_is_refused_where_it_is_written() {
+    // A device on a port no [[serial]] declares.
+    let text = FULL.replace("port = \"pico\"", "port = \"picoo\"");
+    let (line, shown) = refused(&text, "port");
+    assert_eq!(line, line_of(&text, "port = \"picoo\""));
+    assert!(
+        shown.contains("'picoo'") && shown.contains("pico"),
+        "{shown}"
+    );
+    // A device path as the port is the same port.
+    let text = FULL.replace("port = \"pico\"", "port = \"/dev/ttyACM0\"");
+    BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap();
+    // A microcontroller with no port at all.
+    let text = FULL.replace("port = \"pico\"\n", "");
+    let (line, shown) = refused(&text, "port");
+    assert_eq!(line, line_of(&text, "driver = \"mcu\""));
+    assert!(shown.contains("'pico'"), "{shown}");
+    // A port with neither a path nor USB ids.
+    let text = FULL.replace("path = \"/dev/ttyACM0\"\n", "");
+    let (line, shown) = refused(&text, "usb");
+    assert_eq!(line, line_of(&text, "[[serial]]") + 1);
+    assert!(
+        shown.contains("'pico'") && shown.contains("path"),
+        "{shown}"
+    );
+    // A path that is not a device path.
+    let text = FULL.replace("path = \"/dev/ttyACM0\"", "path = \"ttyACM0\"");
+    let (line, shown) = refused(&text, "path");
+    assert_eq!(line, line_of(&text, "path = \"ttyACM0\""));
+    assert!(
+        shown.contains("/dev/ttyACM0"),
+        "suggests the device path: {shown}"
+    );
+    // A sim port on a Linux board, and a sim port the sim does not have.
+    let text = FULL.replace("path = \"/dev/ttyACM0\"", "path = \"sim:echo\"");
+    let (line, shown) = refused(&text, "path");
+    assert_eq!(line, line_of(&text, "sim:echo"));
+    assert!(shown.contains("linux"), "{shown}");
+    let sim = FULL.replace("model = \"test\"", "model = \"test\"\nbackend = \"sim\"");
+    for port in covo_board::board::SIM_SERIAL_PORTS {
+        let text = sim.replace("/dev/ttyACM0", &format!("sim:{port}"));
+        BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let text = sim.replace("path = \"/dev/ttyACM0\"", "path = \"sim:gps\"");
+    let (line, shown) = refused(&text, "path");
+    assert_eq!(line, line_of(&text, "sim:gps"));
+    assert!(
+        shown.contains("sim:echo") && shown.contains("sim:mcu"),
+        "{shown}"
+    );
+    // USB ids that are not hex.
+    let text = FULL.replace(
+        "path = \"/dev/ttyACM0\"",
+        "usb = { vid = \"pico\", pid = \"000a\" }",
+    );
+    let (line, shown) = refused(&text, "vid");
+    assert_eq!(line, line_of(&text, "usb = {"));
+    assert!(shown.contains("'pico'") && shown.contains("hex"), "{shown}");
+    let text = FULL.replace(
+        "path = \"/dev/ttyACM0\"",
+        "usb = { vid = \"2e8a\", pid = \"000a\" }",
+    );
+    BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap();
+    // Two ports with one name.
+    let text = FULL.replace(
+        "[pins]",
+        "[[serial]]\nname = \"pico\"\npath = \"/dev/ttyUSB0\"\n\n[pins]",
+    );
+    let (line, shown) = refused(&text, "name");
+    assert_eq!(line, line_of(&text, "ttyUSB0") - 1);
+    assert!(shown.contains("twice"), "{shown}");
 }
