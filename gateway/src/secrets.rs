@@ -40,7 +40,11 @@ pub fn redact_url(url: &str) -> String {
         }
         None => out.push_str(authority),
     }
-    out.push_str(path);
+    let segments: Vec<&str> = path
+        .split('/')
+        .map(|seg| if looks_secret(seg) { MASK } else { seg })
+        .collect();
+    out.push_str(&segments.join("/"));
     if let Some(q) = query {
         out.push('?');
         let params: Vec<String> = q
@@ -58,6 +62,39 @@ pub fn redact_url(url: &str) -> String {
         out.push_str(MASK);
     }
     out
+}
+
+/// Whether a URL path segment looks like a token rather than a name: 16 characters or more of
+/// the kinds tokens are made of, with a digit among them (`XyZ12…` in a Slack or Discord
+/// webhook path, a Home Assistant webhook id, `bot123:AA…`), where names (`v1`, `services`,
+/// `chat`, `completions`) are short or have no digit.
+fn looks_secret(seg: &str) -> bool {
+    seg.len() >= 16
+        && seg.bytes().any(|b| b.is_ascii_digit())
+        && seg.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'~' | b'=')
+        })
+}
+
+/// Only where `url` points: scheme, host and port, and `/…` when it has a path. For endpoints
+/// whose whole path may be the secret (webhooks: Slack's `/services/T…/B…/token`, Discord's
+/// `/api/webhooks/ID/token`), so that an error or a log line about one shows nothing else.
+pub fn redact_endpoint(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => (&url[..i + 3], &url[i + 3..]),
+        None => ("", url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority
+        .rfind('@')
+        .map_or(authority, |i| &authority[i + 1..]);
+    let more = if rest[end..].trim_start_matches('/').is_empty() {
+        ""
+    } else {
+        "/…"
+    };
+    format!("{scheme}{host}{more}")
 }
 
 /// `text` with every URL in it (`scheme://…` up to a space, a quote or a bracket) passed through
@@ -88,6 +125,49 @@ pub fn redact_urls_in(text: &str) -> String {
     out
 }
 
+/// `text` from the far side (a provider's or a proxy's error body) with every credential in it
+/// masked: each of `known` (the API key covo sent; ignored when shorter than 8 characters), and
+/// whatever follows `Bearer `, `Basic `, `x-api-key:` or `api-key:` / `api_key=` (a proxy
+/// that quotes the request's headers back), up to the next space, quote or comma.
+pub fn mask_credentials(text: &str, known: &[&str]) -> String {
+    let mut out = text.to_string();
+    for k in known.iter().filter(|k| k.len() >= 8) {
+        out = out.replace(*k, MASK);
+    }
+    const MARKERS: [&str; 6] = [
+        "bearer ",
+        "basic ",
+        "x-api-key:",
+        "api-key:",
+        "api_key=",
+        "api-key=",
+    ];
+    let lower = out.to_ascii_lowercase();
+    let mut masked = String::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        let hit = MARKERS
+            .iter()
+            .filter_map(|m| lower[i..].find(m).map(|at| (i + at, m.len())))
+            .min();
+        let Some((at, len)) = hit else {
+            break;
+        };
+        let start = at + len;
+        let value_start = start + (out[start..].len() - out[start..].trim_start().len());
+        let end = out[value_start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']' | ';'))
+            .map_or(out.len(), |e| value_start + e);
+        masked.push_str(&out[i..value_start]);
+        if end > value_start {
+            masked.push_str(MASK);
+        }
+        i = end;
+    }
+    masked.push_str(&out[i.min(out.len())..]);
+    masked
+}
+
 /// An HTTP client error as text for people, logs and the model: its message and its causes
 /// (`error sending request: client error (Connect): tcp connect error: Connection refused`),
 /// without the URL that `reqwest::Error`'s `Display` would add; any URL a cause names is
@@ -110,6 +190,74 @@ pub fn http_error(e: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_quoted_back_are_masked() {
+        let key = "sk-live-0123456789abcdef";
+        let body = format!(
+            "bad request; headers were Authorization: Bearer {key}, X-Api-Key: {key}; \
+             basic auth: Basic dXNlcjpwYXNz and {{\"api_key=\": 1}} and the raw key {key}"
+        );
+        let m = mask_credentials(&body, &[key]);
+        assert!(!m.contains(key) && !m.contains("dXNlcjpwYXNz"), "{m}");
+        assert!(m.contains("Authorization: Bearer ***,"), "{m}");
+        assert!(m.contains("the raw key ***"), "{m}");
+        // A key quoted without a marker, in a different case of the marker, and text with none.
+        assert_eq!(mask_credentials("BEARER abc.def.ghi", &[]), "BEARER ***");
+        assert_eq!(
+            mask_credentials("model not found", &[key]),
+            "model not found"
+        );
+        // A short configured key is not masked everywhere it happens to appear.
+        assert_eq!(mask_credentials("a b c", &["b"]), "a b c");
+        // Non-ASCII text around markers stays intact.
+        assert_eq!(mask_credentials("é Bearer ü", &[]), "é Bearer ***");
+    }
+
+    #[test]
+    fn an_endpoint_shows_only_where_it_points() {
+        assert_eq!(
+            redact_endpoint("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+            "https://hooks.slack.com/…"
+        );
+        assert_eq!(
+            redact_endpoint("http://u:p@127.0.0.1:8080?key=s3cret#frag"),
+            "http://127.0.0.1:8080/…"
+        );
+        assert_eq!(
+            redact_endpoint("https://example.com/"),
+            "https://example.com"
+        );
+        assert_eq!(
+            redact_endpoint("https://example.com"),
+            "https://example.com"
+        );
+    }
+
+    #[test]
+    fn path_segments_that_look_like_tokens_are_masked() {
+        assert_eq!(
+            redact_url(
+                "https://discord.com/api/webhooks/123456789012345678/AbCdEf-123_xyzXYZ0987654321"
+            ),
+            "https://discord.com/api/webhooks/***/***"
+        );
+        assert_eq!(
+            redact_url(
+                "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXX1"
+            ),
+            "https://hooks.slack.com/services/T00000000/B00000000/***"
+        );
+        assert_eq!(
+            redact_url("https://api.telegram.org/bot123456:AAH-abcdefghijklmnop/getMe"),
+            "https://api.telegram.org/***/getMe"
+        );
+        // Names stay.
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/v1/chat/completions"),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+    }
 
     #[test]
     fn userinfo_and_query_values_are_masked_and_the_rest_is_kept() {

@@ -401,7 +401,10 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
         .map(|s| Duration::from_secs_f64(s.min(60.0)))
 }
 
-fn error_message(body: &str) -> String {
+/// The provider's error text, bounded, with URLs redacted and credentials masked (the key covo
+/// sent, and anything a proxy quoted back after `Bearer ` or an api-key header): it reaches
+/// chat users, the model and the logs.
+fn error_message(body: &str, api_key: Option<&str>) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     let msg = v["error"]["message"]
         .as_str()
@@ -409,11 +412,14 @@ fn error_message(body: &str) -> String {
         .or_else(|| v["message"].as_str())
         .map(str::to_string)
         .unwrap_or_else(|| body.to_string());
-    redact_urls_in(&msg.chars().take(300).collect::<String>())
+    let known: Vec<&str> = api_key.into_iter().collect();
+    // Masked before it is cut, so a key split by the cut is still found whole.
+    let masked = crate::secrets::mask_credentials(&msg, &known);
+    redact_urls_in(&masked.chars().take(300).collect::<String>())
 }
 
 fn classify(p: &Provider, url: &str, status: u16, body: &str) -> LlmError {
-    let detail = error_message(body);
+    let detail = error_message(body, p.api_key.as_deref());
     let lower = detail.to_lowercase();
     match status {
         401 | 403 => LlmError::Unauthorized {

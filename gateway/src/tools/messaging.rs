@@ -2,7 +2,7 @@
 
 use crate::error::CallError;
 use crate::exec::Cx;
-use crate::secrets::{http_error, redact_url};
+use crate::secrets::{http_error, redact_endpoint};
 use crate::spec::{AvailCx, Availability, ToolDef};
 use covo_core::catalog::messaging as c;
 use covo_wire::mqtt::QoS;
@@ -86,11 +86,12 @@ fn notify(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
 }
 
 /// POSTs `body` as JSON on a thread of its own (the caller may be inside a tokio runtime). An
-/// error names the URL only through [`redact_url`]: a webhook URL often carries its token in the
-/// userinfo or the query, and the error goes to the model, the audit log and the logs.
+/// error names the webhook by its host alone ([`redact_endpoint`]): a webhook URL carries its
+/// token in the path (Slack, Discord), the userinfo or the query, and the error goes to the
+/// model, the audit log and the logs.
 fn post_json(url: &str, body: &Value) -> Result<u16, String> {
     let (url, text) = (url.to_string(), body.to_string());
-    let shown = redact_url(&url);
+    let shown = redact_endpoint(&url);
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

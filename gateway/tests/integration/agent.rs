@@ -712,3 +712,48 @@ fn a_long_conversation_is_trimmed_to_its_token_budget_whole_exchanges_first() {
         .unwrap();
     assert_eq!(n, 8);
 }
+
+#[test]
+fn a_provider_error_that_quotes_the_api_key_never_shows_it() {
+    // A misbehaving proxy echoes the request's headers back in its error; the raw key, the
+    // bearer header and the Anthropic key header are all masked before anyone sees the error.
+    const KEY: &str = "sk-canary-5e1f0a9b7c";
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        for (status, body) in [
+            (
+                400,
+                format!(
+                    r#"{{"error":{{"message":"proxy: rejected headers Authorization: Bearer {KEY}"}}}}"#
+                ),
+            ),
+            (400, format!("tools not supported with x-api-key: {KEY}")),
+            (404, format!("model scripted not found for key {KEY}")),
+            (
+                502,
+                format!("upstream said: authorization=Bearer {KEY}; x-api-key:{KEY}"),
+            ),
+            (500, format!("{}{KEY}", "x".repeat(290))),
+        ] {
+            let srv = ScriptedLlm::start(vec![Reply::status(status, body.clone())]);
+            let rt = runtime("full", Config::default());
+            let mut p = provider(&srv, kind);
+            p.api_key = Some(KEY.into());
+            p.max_retries = 0;
+            let model: Arc<dyn ChatModel> = Arc::new(HttpModel::new(p).unwrap());
+            let mut a = Agent::new(rt.clone(), Some(model), Session::new("t", "cli"));
+            let (r, rec) = turn(&mut a, "hello");
+            let Outcome::Failed(e) = &r.outcome else {
+                panic!("{kind:?} {status}: {:?}", r.outcome)
+            };
+            // The key reached the server (the proxy had it), and no part of it comes back.
+            assert_eq!(srv.requests().len(), 1);
+            assert!(
+                !e.contains(KEY) && !e.contains("5e1f0a9b7c"),
+                "{kind:?} {status}: {e}"
+            );
+            assert!(!rec.text.contains(KEY), "{kind:?} {status}");
+            // The error still says where it came from.
+            assert!(e.contains("127.0.0.1"), "{kind:?} {status}: {e}");
+        }
+    }
+}
