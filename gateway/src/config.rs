@@ -236,6 +236,10 @@ pub struct McpConfig {
     /// The bearer token HTTP clients must send (`Authorization: Bearer TOKEN`); `$COVO_MCP_TOKEN`
     /// overrides it.
     pub token: Option<String>,
+    /// Browser origins (`https://app.example.com:443`, `http://localhost:*`) whose pages may call
+    /// the HTTP endpoint. A request carrying any other `Origin` is refused (403), as the MCP
+    /// transport requires of servers; requests without one (MCP clients are not browsers) pass.
+    pub allowed_origins: Vec<String>,
     /// Destructive tools (names or wildcards) MCP clients may run without being asked through
     /// elicitation. Any other destructive call is confirmed by the client's user, or refused
     /// when the client cannot ask.

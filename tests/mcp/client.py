@@ -3,7 +3,7 @@
 Run by gateway/tests/integration/mcp_server.rs:
 
     client.py stdio COVO CONFIG WORKDIR            # covo mcp, a client without elicitation
-    client.py elicit accept|decline COVO CONFIG WORKDIR
+    client.py elicit accept|decline|accept-empty|accept-no|… COVO CONFIG WORKDIR
     client.py http URL TOKEN WORKDIR               # covo run's streamable HTTP endpoint
     client.py bench COVO CONFIG N                  # sensor_read round trips over stdio
 
@@ -173,6 +173,17 @@ async def stdio(covo, config, workdir):
     print(json.dumps(summary))
 
 
+# Answers that accept the form without confirming it: none of them may run the call.
+HOSTILE_ACCEPTS = {
+    "accept-no-content": None,
+    "accept-empty": {},
+    "accept-false": {"confirm": False},
+    "accept-no": {"confirm": "no"},
+    "accept-zero": {"confirm": 0},
+    "accept-string-true": {"confirm": "true"},
+}
+
+
 async def elicit(answer, covo, config, workdir):
     asked = []
 
@@ -181,6 +192,8 @@ async def elicit(answer, covo, config, workdir):
         assert p.requested_schema["properties"]["confirm"]["type"] == "boolean", p
         if answer == "accept":
             return types.ElicitResult(action="accept", content={"confirm": True})
+        if answer in HOSTILE_ACCEPTS:
+            return types.ElicitResult(action="accept", content=HOSTILE_ACCEPTS[answer])
         return types.ElicitResult(action="decline")
 
     victim = os.path.join(workdir, "ws", "victim.txt")
@@ -192,6 +205,10 @@ async def elicit(answer, covo, config, workdir):
     if answer == "accept":
         assert not r.is_error, r.content[0].text
         assert not os.path.exists(victim), "accepted but not deleted"
+    elif answer in HOSTILE_ACCEPTS:
+        e = error_of(r)
+        assert e["kind"] == "approval_denied" and "confirm" in e["message"], e
+        assert os.path.exists(victim), f"accepted with {HOSTILE_ACCEPTS[answer]} and deleted"
     else:
         e = error_of(r)
         assert e["kind"] == "approval_denied" and "decline" in e["message"], e
@@ -266,6 +283,17 @@ async def http(url, token, workdir):
         writer.close()
         assert status.split()[1:2] == [b"413"], status
         summary["too_large"] = 413
+        # Origin (the transport requires servers to check it): a page from another site is
+        # refused even with the token; the configured origin and requests without one pass.
+        for origin in ["http://evil.example", "null", "http://dash.example:8081", "https://dash.example:8080"]:
+            r = await c.post(url, json=init, headers={**accept, **auth, "Origin": origin})
+            assert r.status_code == 403, (origin, r.status_code, r.text)
+        summary["foreign_origin"] = 403
+        r = await c.post(url, json=init, headers={**accept, **auth, "Origin": "http://dash.example:8080"})
+        assert r.status_code == 200, (r.status_code, r.text)
+        r = await c.delete(url, headers={**auth, "mcp-session-id": r.headers["mcp-session-id"]})
+        assert r.status_code in (200, 202, 204), r
+        summary["allowed_origin"] = 200
         # The session bound: open sessions until one is refused.
         opened, refused = [], None
         for n in range(40):

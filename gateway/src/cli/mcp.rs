@@ -54,6 +54,7 @@ pub struct Http {
     shared: Arc<Shared>,
     addr: SocketAddr,
     token: Option<String>,
+    origins: Vec<String>,
 }
 
 /// The endpoint `[mcp] bind` asks for, or `None` when it is off. A non-loopback bind without a
@@ -64,6 +65,7 @@ pub fn for_run(config: &Config, daemon: &Runtime) -> anyhow::Result<Option<Http>
     };
     let token = mcp::token(&config.mcp);
     let addr = mcp::check_bind(&bind, token.as_deref()).map_err(usage)?;
+    let origins = mcp::check_origins(&config.mcp.allowed_origins).map_err(usage)?;
     // The daemon's board: the hardware is opened once per process.
     let shared = runtime(
         config.clone(),
@@ -75,13 +77,15 @@ pub fn for_run(config: &Config, daemon: &Runtime) -> anyhow::Result<Option<Http>
         shared,
         addr,
         token,
+        origins,
     }))
 }
 
 impl Http {
     /// Binds and serves until `stop`.
     pub async fn start(self, stop: CancellationToken) -> anyhow::Result<()> {
-        let (bound, _task) = mcp::serve_http(self.shared, self.addr, self.token, stop).await?;
+        let (bound, _task) =
+            mcp::serve_http(self.shared, self.addr, self.token, self.origins, stop).await?;
         eprintln!("covo run: MCP on http://{bound}/mcp");
         Ok(())
     }

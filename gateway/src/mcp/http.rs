@@ -26,6 +26,12 @@ pub enum HttpError {
          [mcp] token (or $COVO_MCP_TOKEN), or bind 127.0.0.1"
     )]
     NoToken(String),
+    /// An `[mcp] allowed_origins` entry that is not an origin.
+    #[error(
+        "[mcp] allowed_origins: {0:?} is not an origin; write scheme, host and port, as a \
+         browser sends them (\"https://app.example.com:443\", \"http://localhost:*\")"
+    )]
+    Origin(String),
     /// The socket could not be bound.
     #[error("cannot listen on {0}: {1}")]
     Listen(String, std::io::Error),
@@ -38,6 +44,23 @@ pub fn check_bind(bind: &str, token: Option<&str>) -> Result<SocketAddr, HttpErr
         return Err(HttpError::NoToken(bind.into()));
     }
     Ok(addr)
+}
+
+/// Checks `[mcp] allowed_origins`: each entry is `scheme://host[:port|:*]` (or `null`), with
+/// nothing after the authority, so that no entry silently matches nothing.
+pub fn check_origins(origins: &[String]) -> Result<Vec<String>, HttpError> {
+    for o in origins {
+        let ok = o == "null"
+            || o.split_once("://").is_some_and(|(scheme, rest)| {
+                matches!(scheme, "http" | "https")
+                    && !rest.is_empty()
+                    && !rest.contains(['/', '?', '#', '@', ' '])
+            });
+        if !ok {
+            return Err(HttpError::Origin(o.clone()));
+        }
+    }
+    Ok(origins.to_vec())
 }
 
 struct Gate {
@@ -113,6 +136,7 @@ pub async fn serve_http(
     shared: Arc<Shared>,
     addr: SocketAddr,
     token: Option<String>,
+    origins: Vec<String>,
     stop: CancellationToken,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), HttpError> {
     let mut session = SessionConfig::default();
@@ -122,7 +146,11 @@ pub async fn serve_http(
     let sessions = Arc::new(manager);
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_REQUEST_BYTES)
-        .with_cancellation_token(stop.child_token());
+        .with_cancellation_token(stop.child_token())
+        // The transport requires servers to validate `Origin`: a browser page from anywhere
+        // but `[mcp] allowed_origins` is refused with 403, even with an empty list.
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
     if !addr.ip().is_loopback() {
         // The token guards it; Host names of a LAN address are not known in advance.
         config = config.disable_allowed_hosts();
@@ -156,6 +184,32 @@ pub async fn serve_http(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowed_origins_are_origins() {
+        let ok = [
+            "https://app.example.com:443",
+            "http://localhost:*",
+            "null",
+            "http://[::1]:80",
+        ];
+        let ok: Vec<String> = ok.iter().map(|s| s.to_string()).collect();
+        assert_eq!(check_origins(&ok).unwrap(), ok);
+        for bad in [
+            "app.example.com",
+            "https://app.example.com/",
+            "https://app.example.com/mcp",
+            "ftp://app.example.com",
+            "https://",
+            "*",
+            "https://u@app.example.com",
+        ] {
+            assert!(
+                matches!(check_origins(&[bad.to_string()]), Err(HttpError::Origin(_))),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn only_loopback_may_go_without_a_token() {

@@ -16,7 +16,7 @@
 mod http;
 mod server;
 
-pub use http::{check_bind, serve_http, HttpError};
+pub use http::{check_bind, check_origins, serve_http, HttpError};
 pub use server::{CovoMcp, McpUserIo, Shared};
 
 use crate::config::McpConfig;

@@ -161,6 +161,36 @@ struct ClientApprover {
     can_ask: bool,
 }
 
+/// Whether an accepted elicitation confirmed the call: only `confirm: true` runs it. No
+/// content, no `confirm`, or any other value (`"yes"`, `1`, `false`) is a refusal that says
+/// what was sent, so a client that accepts without filling in the form runs nothing.
+fn confirmed(content: Option<&Value>) -> Result<(), String> {
+    match content.and_then(|c| c.get("confirm")) {
+        Some(Value::Bool(true)) => Ok(()),
+        Some(Value::Bool(false)) => Err("the MCP client's user did not confirm it".into()),
+        None => Err(
+            "the MCP client accepted without confirming it (the answer had no 'confirm'); \
+             only confirm: true runs the call"
+                .into(),
+        ),
+        Some(other) => {
+            let mut shown = other.to_string();
+            if shown.len() > 40 {
+                let mut cut = 40;
+                while !shown.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                shown.truncate(cut);
+                shown.push('…');
+            }
+            Err(format!(
+                "the MCP client answered confirm: {shown}, not true; only confirm: true runs the \
+                 call"
+            ))
+        }
+    }
+}
+
 impl Approver for ClientApprover {
     fn approve(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
         if self.shared.approved(spec.name) {
@@ -175,7 +205,7 @@ impl Approver for ClientApprover {
             ));
         }
         let schema = ElicitationSchema::builder()
-            .bool_property("confirm", |b| b.title("Run it"))
+            .required_bool_property("confirm", |b| b.title("Run it"))
             .build_unchecked();
         let mut shown = args.to_string();
         if shown.len() > 400 {
@@ -202,19 +232,7 @@ impl Approver for ClientApprover {
             let _ = tx.send(peer.create_elicitation(params).await);
         });
         match rx.recv_timeout(ELICIT_WAIT) {
-            Ok(Ok(r)) if r.action == ElicitationAction::Accept => {
-                let confirmed = r
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("confirm"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
-                if confirmed {
-                    Ok(())
-                } else {
-                    Err("the MCP client's user did not confirm it".into())
-                }
-            }
+            Ok(Ok(r)) if r.action == ElicitationAction::Accept => confirmed(r.content.as_ref()),
             Ok(Ok(r)) => Err(format!(
                 "the MCP client's user answered {}",
                 match r.action {
@@ -693,6 +711,29 @@ impl ServerHandler for CovoMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_confirm_true_confirms_an_accepted_elicitation() {
+        assert_eq!(confirmed(Some(&json!({"confirm": true}))), Ok(()));
+        for content in [
+            None,
+            Some(json!({})),
+            Some(json!(null)),
+            Some(json!({"confirm": false})),
+            Some(json!({"confirm": "no"})),
+            Some(json!({"confirm": "true"})),
+            Some(json!({"confirm": 0})),
+            Some(json!({"confirm": 1})),
+            Some(json!({"confirm": null})),
+            Some(json!({"confirm": [true]})),
+            Some(json!({"Confirm": true})),
+        ] {
+            let e = confirmed(content.as_ref()).expect_err(&format!("{content:?} confirmed"));
+            assert!(e.contains("confirm"), "{e}");
+        }
+        let long = json!({"confirm": "y".repeat(500)});
+        assert!(confirmed(Some(&long)).unwrap_err().len() < 200);
+    }
 
     #[test]
     fn hints_follow_the_effect() {

@@ -125,6 +125,20 @@ fn elicitation_runs_a_destructive_tool_after_acceptance_and_not_after_decline() 
     assert_eq!(declined["error"], true);
     assert_eq!(declined["exists"], true);
     assert!(declined["asked"].as_str().unwrap().contains("fs_delete"));
+    // Accepting the form without confirm: true runs nothing (no content, an empty form,
+    // false, "no", 0, "true"); client.py checks each error names the confirmation.
+    for hostile in [
+        "accept-no-content",
+        "accept-empty",
+        "accept-false",
+        "accept-no",
+        "accept-zero",
+        "accept-string-true",
+    ] {
+        let r = client(&["elicit", hostile, covo(), c, &d]);
+        assert_eq!(r["error"], true, "{hostile}");
+        assert_eq!(r["exists"], true, "{hostile}: the file was deleted");
+    }
     let accepted = client(&["elicit", "accept", covo(), c, &d]);
     assert_eq!(accepted["error"], false);
     assert_eq!(accepted["exists"], false);
@@ -133,7 +147,8 @@ fn elicitation_runs_a_destructive_tool_after_acceptance_and_not_after_decline() 
         dir.path(),
         "SELECT outcome FROM audit WHERE via = 'mcp' AND tool = 'fs_delete' ORDER BY rowid",
     );
-    assert_eq!(rows, ["approval_denied", "ok"]);
+    assert_eq!(rows[..7], ["approval_denied"; 7]);
+    assert_eq!(rows[7..], ["ok"]);
 }
 
 /// The audit log's rows for a one-column query.
@@ -186,7 +201,9 @@ fn start_run(config: &Path) -> (Daemon, String) {
 
 #[test]
 fn python_sdk_over_http_needs_the_token_and_hits_the_size_and_session_bounds() {
-    let (dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token\"");
+    let (dir, config) = setup(
+        "bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token\"\nallowed_origins = [\"http://dash.example:8080\"]",
+    );
     let (_daemon, url) = start_run(&config);
     let s = client(&[
         "http",
@@ -196,6 +213,8 @@ fn python_sdk_over_http_needs_the_token_and_hits_the_size_and_session_bounds() {
     ]);
     assert_eq!(s["without_token"], 401);
     assert_eq!(s["too_large"], 413);
+    assert_eq!(s["foreign_origin"], 403);
+    assert_eq!(s["allowed_origin"], 200);
     assert!(s["asked_over_http"].as_str().unwrap().contains("fs_delete"));
     assert!(s["tools"].as_u64().unwrap() >= 30);
     // The SDK's own session was closed when it left; 16 fit.
