@@ -9,6 +9,15 @@
 /// What replaces a secret.
 pub const MASK: &str = "***";
 
+/// How long a wrong token waits before its answer, on every listener that takes one (the
+/// dashboard's login form, bearer header and cookie; the MCP endpoint's bearer header).
+pub const WRONG_TOKEN_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Wrong tokens a listener answers at once, across all its clients: further guesses queue
+/// behind them, so guessing runs at most 16 a second however many connections ask. Requests
+/// with the right token never wait for this.
+pub const WRONG_TOKENS_AT_ONCE: usize = 4;
+
 /// `url` with its userinfo and every query value (and any fragment) replaced by `***`; scheme,
 /// host, port and path are kept. A query parameter without `=` is taken for a value. Works on any
 /// text shaped like a URL, without parsing it strictly, so a malformed URL is redacted too.

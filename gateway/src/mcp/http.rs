@@ -66,6 +66,8 @@ pub fn check_origins(origins: &[String]) -> Result<Vec<String>, HttpError> {
 struct Gate {
     token: Option<String>,
     sessions: Arc<LocalSessionManager>,
+    /// Permits for answering wrong tokens (`secrets::WRONG_TOKENS_AT_ONCE`).
+    failed: tokio::sync::Semaphore,
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
@@ -91,6 +93,13 @@ async fn gate(State(g): State<Arc<Gate>>, req: Request, next: Next) -> Response 
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
         if !sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes())) {
+            if req.headers().contains_key(header::AUTHORIZATION) {
+                // A guess costs what it costs on the dashboard: the delay, with at most
+                // WRONG_TOKENS_AT_ONCE wrong tokens answered at once across every client.
+                tracing::warn!("MCP request with a wrong token");
+                let _permit = g.failed.acquire().await;
+                tokio::time::sleep(crate::secrets::WRONG_TOKEN_DELAY).await;
+            }
             let mut r = refuse(
                 StatusCode::UNAUTHORIZED,
                 "a bearer token is required: Authorization: Bearer <[mcp] token>".into(),
@@ -160,7 +169,11 @@ pub async fn serve_http(
         sessions.clone(),
         config,
     );
-    let gate_state = Arc::new(Gate { token, sessions });
+    let gate_state = Arc::new(Gate {
+        token,
+        sessions,
+        failed: tokio::sync::Semaphore::new(crate::secrets::WRONG_TOKENS_AT_ONCE),
+    });
     let app = axum::Router::new()
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate_state, gate));

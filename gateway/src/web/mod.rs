@@ -32,7 +32,7 @@ use crate::runtime::{Runtime, Via};
 use approvals::{Pending, WebApprover};
 use axum::extract::rejection::{FormRejection, JsonRejection};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -65,8 +65,11 @@ pub const SAMPLE_QUEUE: usize = 64;
 pub const MAX_AUDIT_PAGE: u32 = 200;
 /// The longest chart window, in hours.
 pub const MAX_HISTORY_HOURS: i64 = 24 * 31;
-/// How long a wrong login waits before its answer.
-pub const FAILED_LOGIN_DELAY: Duration = Duration::from_millis(250);
+/// How long a wrong token waits before its answer, through the login form or as a bearer
+/// token or cookie alike.
+pub const FAILED_LOGIN_DELAY: Duration = crate::secrets::WRONG_TOKEN_DELAY;
+/// Wrong tokens answered at once, across every client (`secrets::WRONG_TOKENS_AT_ONCE`).
+pub const FAILED_AT_ONCE: usize = crate::secrets::WRONG_TOKENS_AT_ONCE;
 /// Tool results shown in a chat are cut at this many bytes.
 const SHOWN_RESULT_BYTES: usize = 2048;
 
@@ -218,6 +221,8 @@ struct AppState {
     max_sessions: usize,
     pending: Arc<Pending>,
     stop: CancellationToken,
+    /// Permits for answering wrong tokens ([`FAILED_AT_ONCE`]).
+    failed: Semaphore,
 }
 
 type St = Arc<AppState>;
@@ -263,6 +268,7 @@ impl Dashboard {
             max_sessions: settings.max_sessions,
             pending,
             stop,
+            failed: Semaphore::new(FAILED_AT_ONCE),
         });
         Ok(Dashboard {
             listener,
@@ -332,6 +338,7 @@ fn router(st: St) -> Router {
         .route("/api/approvals/{id}", post(approvals_answer))
         .route("/api/audit", get(audit))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(same_site_writes))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(st)
 }
@@ -438,6 +445,19 @@ pub fn loopback_host(headers: &HeaderMap) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What a wrong token costs, on every path: [`FAILED_LOGIN_DELAY`], with at most
+/// [`FAILED_AT_ONCE`] wrong tokens answered at once.
+async fn wrong_token(st: &AppState) {
+    let _permit = st.failed.acquire().await;
+    tokio::time::sleep(FAILED_LOGIN_DELAY).await;
+}
+
+/// Whether the request carries a token at all (a bearer header or the token cookie): one that
+/// carries none is not a guess and is answered at once.
+fn presents_token(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::AUTHORIZATION) || cookie(headers, TOKEN_COOKIE).is_some()
+}
+
 fn authorized(st: &AppState, headers: &HeaderMap) -> bool {
     let Some(token) = &st.token else {
         // No token: only loopback binds get here (see `Settings`).
@@ -453,6 +473,52 @@ fn authorized(st: &AppState, headers: &HeaderMap) -> bool {
         .into_iter()
         .chain(cookie)
         .any(|given| same(&given, token))
+}
+
+/// Why a state-changing request (anything but GET, HEAD and OPTIONS) comes from a page on
+/// another site, if it does: its `Origin` is not this dashboard's own (`http(s)://` + the
+/// `Host` it was sent to), or, without an `Origin`, the browser says `Sec-Fetch-Site:
+/// cross-site` or `same-site`. Clients that are not browsers send neither and pass; a cookie
+/// alone never makes another site's form, `text/plain` or multipart POST count.
+fn cross_site(method: &Method, headers: &HeaderMap) -> Option<String> {
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    let text = |name: header::HeaderName| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
+    if let Some(origin) = text(header::ORIGIN) {
+        let own = text(header::HOST).is_some_and(|host| {
+            ["http://", "https://"].iter().any(|scheme| {
+                origin.len() == scheme.len() + host.len()
+                    && origin[..scheme.len()].eq_ignore_ascii_case(scheme)
+                    && origin[scheme.len()..].eq_ignore_ascii_case(host)
+            })
+        });
+        return (!own).then(|| {
+            let shown: String = origin.chars().take(80).collect();
+            format!("its Origin {shown:?} is not this dashboard")
+        });
+    }
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        Some(site @ ("cross-site" | "same-site")) => {
+            Some(format!("the browser says it comes from a {site} page"))
+        }
+        _ => None,
+    }
+}
+
+/// Refuses a state-changing request from another site's page before any handler runs.
+async fn same_site_writes(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if let Some(why) = cross_site(req.method(), req.headers()) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "refused: {why}; requests that change something must come from this \
+                 dashboard's own page"
+            ),
+        );
+    }
+    next.run(req).await
 }
 
 fn not_loopback() -> Response {
@@ -476,6 +542,10 @@ impl FromRequestParts<St> for Authed {
         } else if st.token.is_none() {
             Err(not_loopback())
         } else {
+            if presents_token(&parts.headers) {
+                tracing::warn!("dashboard request with a wrong token");
+                wrong_token(st).await;
+            }
             Err(error(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -567,8 +637,7 @@ async fn login(State(st): State<St>, form: Result<Form<LoginForm>, FormRejection
     };
     if !ok {
         tracing::warn!("dashboard login with a wrong token");
-        // Guessing costs time.
-        tokio::time::sleep(FAILED_LOGIN_DELAY).await;
+        wrong_token(&st).await;
         return html(StatusCode::UNAUTHORIZED, asset("login.html").1);
     }
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
@@ -1188,6 +1257,54 @@ async fn audit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_dashboards_own_page_may_change_something() {
+        let h = |pairs: &[(&'static str, &str)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            m
+        };
+        let host = ("host", "127.0.0.1:8080");
+        // Reads are never refused here; scripts without Origin pass.
+        assert!(cross_site(&Method::GET, &h(&[host, ("origin", "http://evil.example")])).is_none());
+        assert!(cross_site(&Method::POST, &h(&[host])).is_none());
+        assert!(cross_site(
+            &Method::POST,
+            &h(&[host, ("sec-fetch-site", "same-origin")])
+        )
+        .is_none());
+        assert!(cross_site(&Method::POST, &h(&[host, ("sec-fetch-site", "none")])).is_none());
+        // The page itself, over http or https, any case.
+        for o in ["http://127.0.0.1:8080", "HTTPS://127.0.0.1:8080"] {
+            assert!(
+                cross_site(&Method::POST, &h(&[host, ("origin", o)])).is_none(),
+                "{o}"
+            );
+        }
+        // Anything else that changes something.
+        for o in [
+            "http://evil.example",
+            "null",
+            "http://127.0.0.1:8081",
+            "http://127.0.0.1",
+            "http://127.0.0.1:8080.evil.example",
+            "http://localhost:8080",
+        ] {
+            for m in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+                assert!(
+                    cross_site(&m, &h(&[host, ("origin", o)])).is_some(),
+                    "{m} {o}"
+                );
+            }
+        }
+        assert!(cross_site(&Method::POST, &h(&[("origin", "http://127.0.0.1:8080")])).is_some());
+        for site in ["cross-site", "same-site"] {
+            assert!(cross_site(&Method::POST, &h(&[host, ("sec-fetch-site", site)])).is_some());
+        }
+    }
 
     #[test]
     fn the_assets_fit_the_budget() {

@@ -341,3 +341,50 @@ fn the_mcp_inspector_cli_lists_and_calls_tools() {
     assert_eq!(v["sensor"], "light");
     assert_ne!(call["isError"], true);
 }
+
+#[test]
+fn wrong_bearer_tokens_are_slowed_and_the_right_one_is_not() {
+    let (_dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");
+    let (_daemon, url) = start_run(&config);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let post = |token: String| {
+        http.post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {token}"))
+            .body(init)
+            .send()
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let guesses: usize = 12;
+            let t0 = Instant::now();
+            let attack = futures_util::future::join_all((0..guesses).map(|i| {
+                let f = post(format!("guess-{i}"));
+                async move {
+                    assert_eq!(f.await.unwrap().status(), 401);
+                    Instant::now()
+                }
+            }));
+            let legit = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let r = post("s3cret-token-long-enough".into()).await.unwrap();
+                assert_eq!(r.status(), 200);
+                Instant::now()
+            };
+            let (ends, legit_end) = tokio::join!(attack, legit);
+            let last = ends.into_iter().max().unwrap();
+            let rounds = guesses.div_ceil(covo::secrets::WRONG_TOKENS_AT_ONCE) as u32;
+            assert!(
+                last - t0 >= covo::secrets::WRONG_TOKEN_DELAY * rounds - Duration::from_millis(50),
+                "{guesses} guesses answered in {:?}",
+                last - t0
+            );
+            assert!(legit_end < last, "the right token waited for the guesses");
+        });
+}

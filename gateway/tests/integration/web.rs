@@ -969,3 +969,188 @@ fn without_a_token_only_requests_to_loopback_names_are_served() {
         assert_eq!(r.status(), 200);
     });
 }
+
+#[test]
+fn a_page_on_another_site_cannot_change_anything_even_on_loopback_without_a_token() {
+    let srv = ScriptedLlm::start(vec![Reply::text("Hello from the board.")]);
+    let d = Daemon::start("", Some(&srv));
+    let http = client();
+    let own = d.base.clone();
+    rt().block_on(async {
+        // The dashboard's own page starts a conversation (its Origin is the dashboard's).
+        let r = http
+            .post(d.url("/api/chat"))
+            .header("origin", &own)
+            .header("cookie", "covo_sid=abcd")
+            .json_body(&json!({"text": "hi"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        let history = || async {
+            http.get(d.url("/api/chat"))
+                .header("cookie", "covo_sid=abcd")
+                .send()
+                .await
+                .unwrap()
+                .json_value()
+                .await["messages"]
+                .clone()
+        };
+        let end = Instant::now() + Duration::from_secs(20);
+        while history().await.as_array().unwrap().len() < 2 {
+            assert!(Instant::now() < end, "the turn never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let before = history().await;
+        let relay = || async {
+            let b = http
+                .get(d.url("/api/board"))
+                .send()
+                .await
+                .unwrap()
+                .json_value()
+                .await;
+            b.to_string()
+        };
+        let board_before = relay().await;
+
+        // Another site's page: the simple requests a browser sends without asking (text/plain,
+        // a form, multipart), and what a fetch would send, with its Origin or only the
+        // browser's Sec-Fetch-Site. None changes anything.
+        // (path, content type, body, Origin, Sec-Fetch-Site)
+        type Attack<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+        let attacks: Vec<Attack> = vec![
+            (
+                "/api/chat/new",
+                "text/plain",
+                "x",
+                Some("http://evil.example"),
+                None,
+            ),
+            (
+                "/api/chat/new",
+                "application/x-www-form-urlencoded",
+                "a=1",
+                Some("http://evil.example"),
+                None,
+            ),
+            (
+                "/api/chat/new",
+                "multipart/form-data; boundary=b",
+                "--b--\r\n",
+                Some("null"),
+                None,
+            ),
+            ("/api/chat/new", "text/plain", "x", None, Some("cross-site")),
+            (
+                "/api/chat",
+                "application/json",
+                r#"{"text":"wipe it"}"#,
+                Some("http://evil.example"),
+                None,
+            ),
+            (
+                "/api/actuate",
+                "application/json",
+                r#"{"device":"relay","on":true}"#,
+                Some("http://attacker.example:8080"),
+                None,
+            ),
+            (
+                "/logout",
+                "application/x-www-form-urlencoded",
+                "",
+                Some("http://evil.example"),
+                None,
+            ),
+        ];
+        for (path, ct, body, origin, site) in attacks {
+            let mut req = http
+                .post(d.url(path))
+                .header("cookie", "covo_sid=abcd")
+                .header("content-type", ct)
+                .body(body.to_string());
+            if let Some(o) = origin {
+                req = req.header("origin", o);
+            }
+            if let Some(s) = site {
+                req = req.header("sec-fetch-site", s);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 403, "{path} {ct} {origin:?} {site:?}");
+            let v = r.json_value().await;
+            assert_eq!(v["error"]["kind"], "forbidden", "{v}");
+        }
+        assert_eq!(history().await, before, "the conversation is intact");
+        assert_eq!(relay().await, board_before, "the board is unchanged");
+        assert_eq!(
+            srv.requests().len(),
+            1,
+            "no refused message reached the model"
+        );
+
+        // The page itself may start over.
+        let r = http
+            .post(d.url("/api/chat/new"))
+            .header("origin", &own)
+            .header("cookie", "covo_sid=abcd")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        assert_eq!(history().await, json!([]));
+    });
+}
+
+#[test]
+fn wrong_tokens_are_slowed_alike_on_every_path_and_the_right_one_is_not() {
+    let d = Daemon::start("token = \"a-long-enough-token-0123\"", None);
+    let http = client();
+    rt().block_on(async {
+        let guesses: usize = 24;
+        let t0 = Instant::now();
+        let attack = futures_util::future::join_all((0..guesses).map(|i| {
+            let r = if i % 2 == 0 {
+                http.get(d.url("/api/board"))
+                    .header("authorization", format!("Bearer guess-{i}"))
+            } else {
+                http.get(d.url("/api/board"))
+                    .header("cookie", format!("covo_token={}", "ab".repeat(8)))
+            };
+            async move {
+                let r = r.send().await.unwrap();
+                assert_eq!(r.status(), 401);
+                Instant::now()
+            }
+        }));
+        let legit = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let r = http
+                .get(d.url("/api/board"))
+                .header("authorization", "Bearer a-long-enough-token-0123")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            Instant::now()
+        };
+        let (ends, legit_end) = tokio::join!(attack, legit);
+        let last = ends.into_iter().max().unwrap();
+        // At most FAILED_AT_ONCE wrong tokens are answered per FAILED_LOGIN_DELAY, whatever
+        // the path: 24 guesses take at least 6 rounds of 250 ms.
+        let rounds = guesses.div_ceil(covo::web::FAILED_AT_ONCE) as u32;
+        assert!(
+            last - t0 >= covo::web::FAILED_LOGIN_DELAY * rounds - Duration::from_millis(50),
+            "{guesses} guesses answered in {:?}",
+            last - t0
+        );
+        // The right token never queued behind them.
+        assert!(legit_end < last, "the right token waited for the guesses");
+        // A request with no token at all is not a guess: answered without the delay queue.
+        let r = http.get(d.url("/api/board")).send().await.unwrap();
+        assert_eq!(r.status(), 401);
+    });
+}
