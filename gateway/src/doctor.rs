@@ -112,6 +112,19 @@ pub const SANE_AFTER: u64 = 1_767_225_600;
 /// How long the broker check waits for a TCP connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
+#[cfg(feature = "web")]
+use crate::web::{
+    DEFAULT_MAX_STREAMS as DEFAULT_WEB_STREAMS, EXTRA_CONNECTIONS as WEB_EXTRA_CONNECTIONS,
+};
+#[cfg(not(feature = "web"))]
+const DEFAULT_WEB_STREAMS: usize = 0;
+#[cfg(not(feature = "web"))]
+const WEB_EXTRA_CONNECTIONS: usize = 0;
+#[cfg(feature = "mcp")]
+use crate::mcp::http::MAX_CONNECTIONS as MCP_CONNECTIONS;
+#[cfg(not(feature = "mcp"))]
+const MCP_CONNECTIONS: usize = 0;
+
 /// What the checks look at.
 pub struct Doctor<'a> {
     /// The root of the file system to check (`/`).
@@ -192,7 +205,42 @@ impl Doctor<'_> {
         }
         out.push(self.clock());
         out.push(self.space());
+        out.push(self.open_files());
         out
+    }
+
+    /// The file-descriptor budget `covo run` will have, and the connections its listeners may
+    /// hold of it.
+    fn open_files(&self) -> Check {
+        let mut held = Vec::new();
+        if self.config.web.bind.is_some() {
+            let streams = self
+                .config
+                .web
+                .max_streams
+                .unwrap_or(DEFAULT_WEB_STREAMS)
+                .max(1);
+            held.push(("dashboard", streams + WEB_EXTRA_CONNECTIONS));
+        }
+        if self.config.mcp.bind.is_some() {
+            held.push(("MCP", MCP_CONNECTIONS));
+        }
+        let msg = crate::fds::describe(&held);
+        let wanted: usize = held.iter().map(|(_, n)| n).sum();
+        let (_, hard) = crate::fds::budget();
+        if wanted > crate::fds::connection_budget(hard) {
+            Check::warn(
+                "open files",
+                msg,
+                format!(
+                    "raise the limit (LimitNOFILE= in the systemd unit, or `ulimit -n`) to at \
+                     least {}, or lower [web] max_streams",
+                    wanted * 2 + crate::fds::RESERVE as usize
+                ),
+            )
+        } else {
+            Check::ok("open files", msg)
+        }
     }
 
     /// The model string of a Raspberry Pi from the device tree, if this is one.

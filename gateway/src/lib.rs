@@ -38,10 +38,13 @@ pub mod daemon;
 pub mod doctor;
 pub mod error;
 pub mod exec;
+pub mod fds;
 pub mod ha;
 pub mod hardware;
 pub mod hooks;
 pub mod link;
+#[cfg(any(feature = "web", feature = "mcp"))]
+pub mod listen;
 pub mod llm;
 pub mod logging;
 #[cfg(feature = "mcp")]

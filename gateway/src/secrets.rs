@@ -9,6 +9,9 @@
 /// What replaces a secret.
 pub const MASK: &str = "***";
 
+/// The fewest characters a dashboard or MCP token may have; a shorter one is refused at start.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
 /// How long a wrong token waits before its answer, on every listener that takes one (the
 /// dashboard's login form, bearer header and cookie; the MCP endpoint's bearer header).
 pub const WRONG_TOKEN_DELAY: std::time::Duration = std::time::Duration::from_millis(250);

@@ -27,7 +27,7 @@ board = "$dir/board.toml"
 telemetry_secs = 1
 [web]
 bind = "127.0.0.1:0"
-token = "bench-token"
+token = "bench-token-0123456"
 TOML
 COVO_HOME=$dir/home "$bin" --config "$dir/covo.toml" run 2>"$dir/err.log" &
 pid=$!
@@ -39,4 +39,4 @@ for _ in $(seq 100); do
 done
 [ -n "$url" ] || { echo "web.sh: the dashboard did not start:" >&2; cat "$dir/err.log" >&2; exit 1; }
 echo "covo: $bin"
-"$py" tests/web/bench.py --url "$url" --token bench-token "$@"
+"$py" tests/web/bench.py --url "$url" --token bench-token-0123456 "$@"

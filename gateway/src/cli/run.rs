@@ -16,6 +16,9 @@ pub type McpHttp = std::convert::Infallible;
 /// Runs `covo run` until Ctrl-C or SIGTERM, with MCP over HTTP when `mcp` is given.
 pub fn run(rt: Runtime, mcp: Option<McpHttp>) -> anyhow::Result<ExitCode> {
     let rt = Arc::new(rt);
+    // Sockets must never take the descriptors the store and the buses need (`crate::fds`).
+    let nofile = crate::fds::raise();
+    tracing::debug!(?nofile, "open-file limit");
     let model = super::chat::model(&rt);
     // One thread runs the loop; blocking work (tools, SQLite, the peer link) goes to a pool of
     // at most BLOCKING_THREADS threads, which exit after 2 s idle (the periodic sampling and

@@ -14,6 +14,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// Connections the endpoint holds at once; a newcomer beyond them closes the one idle the
+/// longest (`crate::listen`).
+pub const MAX_CONNECTIONS: usize = 64;
+
 /// Why the HTTP endpoint cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -26,6 +30,13 @@ pub enum HttpError {
          [mcp] token (or $COVO_MCP_TOKEN), or bind 127.0.0.1"
     )]
     NoToken(String),
+    /// A token too short to resist guessing.
+    #[error(
+        "[mcp] token (or $COVO_MCP_TOKEN) has {0} characters; use at least {min} (e.g. \
+         `openssl rand -hex 16`)",
+        min = crate::secrets::MIN_TOKEN_CHARS
+    )]
+    ShortToken(usize),
     /// An `[mcp] allowed_origins` entry that is not an origin.
     #[error(
         "[mcp] allowed_origins: {0:?} is not an origin; write scheme, host and port, as a \
@@ -42,6 +53,12 @@ pub fn check_bind(bind: &str, token: Option<&str>) -> Result<SocketAddr, HttpErr
     let addr: SocketAddr = bind.parse().map_err(|_| HttpError::Bind(bind.into()))?;
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(HttpError::NoToken(bind.into()));
+    }
+    if let Some(n) = token
+        .map(|t| t.chars().count())
+        .filter(|&n| n < crate::secrets::MIN_TOKEN_CHARS)
+    {
+        return Err(HttpError::ShortToken(n));
     }
     Ok(addr)
 }
@@ -176,7 +193,9 @@ pub async fn serve_http(
     });
     let app = axum::Router::new()
         .route_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate_state, gate));
+        .layer(axum::middleware::from_fn_with_state(gate_state, gate))
+        .layer(axum::middleware::from_fn(crate::listen::track))
+        .into_make_service_with_connect_info::<crate::listen::Peer>();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| HttpError::Listen(addr.to_string(), e))?;
@@ -184,6 +203,8 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| HttpError::Listen(addr.to_string(), e))?;
     let task = tokio::spawn(async move {
+        let listener =
+            crate::listen::Limited::new(listener, crate::listen::Limits::new(MAX_CONNECTIONS));
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;
@@ -232,7 +253,14 @@ mod tests {
             check_bind("0.0.0.0:8765", None),
             Err(HttpError::NoToken(_))
         ));
-        assert!(check_bind("0.0.0.0:8765", Some("t")).is_ok());
+        assert!(check_bind("0.0.0.0:8765", Some("0123456789abcdef")).is_ok());
+        // Short tokens are refused wherever they bind, by character count.
+        for short in ["t", "s3cret", "0123456789abcde", "ééééééééééééééé"] {
+            assert!(matches!(
+                check_bind("127.0.0.1:8765", Some(short)),
+                Err(HttpError::ShortToken(n)) if n == short.chars().count()
+            ));
+        }
         assert!(matches!(
             check_bind("localhost", None),
             Err(HttpError::Bind(_))

@@ -13,7 +13,7 @@
 //! [`MAX_SESSIONS`] sessions (idle ones close after [`SESSION_IDLE`]), a session subscribes to
 //! at most [`MAX_SUBSCRIPTIONS`] resources, and an elicitation waits at most [`ELICIT_WAIT`].
 
-mod http;
+pub mod http;
 mod server;
 
 pub use http::{check_bind, check_origins, serve_http, HttpError};

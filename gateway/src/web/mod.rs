@@ -20,13 +20,13 @@
 //! and the event queue ([`EVENT_QUEUE`]; a page that falls behind skips events and reloads).
 
 pub mod approvals;
-mod conn;
 
 use crate::agent::{self, Agent, Observer, Outcome, ToolResult};
 use crate::config::WebConfig;
 use crate::daemon::{SampleTap, Sessions};
 use crate::error::CallError;
 use crate::exec::Session;
+use crate::listen::{Limited, Limits, Peer};
 use crate::llm::{ChatModel, ToolCall};
 use crate::runtime::{Runtime, Via};
 use approvals::{Pending, WebApprover};
@@ -40,7 +40,8 @@ use axum::{Form, Json, Router};
 use covo_board::driver::Kind;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, Semaphore};
@@ -53,7 +54,7 @@ pub const DEFAULT_MAX_STREAMS: usize = 16;
 /// Seconds a destructive call waits for the page's answer unless `[web] approval_secs` says so.
 pub const DEFAULT_APPROVAL_SECS: u64 = 120;
 /// Connections open at once beyond one per live stream (a browser keeps up to 6 to a host);
-/// more wait, unaccepted, until one closes.
+/// a newcomer beyond them closes the connection idle the longest (`crate::listen`).
 pub const EXTRA_CONNECTIONS: usize = 32;
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY: usize = 16 * 1024;
@@ -130,6 +131,13 @@ pub enum WebError {
     /// The token is empty.
     #[error("[web] token (or $COVO_WEB_TOKEN) is empty")]
     EmptyToken,
+    /// A token too short to resist guessing.
+    #[error(
+        "[web] token (or $COVO_WEB_TOKEN) has {0} characters; use at least {min} (e.g. \
+         `openssl rand -hex 16`)",
+        min = crate::secrets::MIN_TOKEN_CHARS
+    )]
+    ShortToken(usize),
     /// The socket could not be opened.
     #[error("[web] cannot listen on {addr}: {source}")]
     Listen {
@@ -176,6 +184,13 @@ impl Settings {
         if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(WebError::EmptyToken);
         }
+        if let Some(n) = token
+            .as_deref()
+            .map(|t| t.chars().count())
+            .filter(|&n| n < crate::secrets::MIN_TOKEN_CHARS)
+        {
+            return Err(WebError::ShortToken(n));
+        }
         if token.is_none() && !addr.ip().is_loopback() {
             return Err(WebError::TokenRequired(addr));
         }
@@ -217,6 +232,8 @@ struct AppState {
     events: Events,
     streams: Arc<Semaphore>,
     max_streams: usize,
+    /// Live streams per client address ([`streams_per_client`]).
+    client_streams: Arc<Mutex<HashMap<IpAddr, usize>>>,
     sessions: Mutex<Sessions>,
     max_sessions: usize,
     pending: Arc<Pending>,
@@ -264,6 +281,7 @@ impl Dashboard {
             events,
             streams: Arc::new(Semaphore::new(settings.max_streams)),
             max_streams: settings.max_streams,
+            client_streams: Arc::new(Mutex::new(HashMap::new())),
             sessions: Mutex::new(Sessions::new(settings.max_sessions, settings.session_idle)),
             max_sessions: settings.max_sessions,
             pending,
@@ -310,7 +328,8 @@ impl Dashboard {
         });
         let stop = st.stop.clone();
         let app = router(st);
-        let listener = conn::Limited::new(self.listener, self.max_connections);
+        let listener = Limited::new(self.listener, Limits::new(self.max_connections));
+        let app = app.into_make_service_with_connect_info::<Peer>();
         if let Err(e) = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
@@ -340,6 +359,7 @@ fn router(st: St) -> Router {
         .fallback(not_found)
         .layer(axum::middleware::from_fn(same_site_writes))
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(crate::listen::track))
         .with_state(st)
 }
 
@@ -670,7 +690,70 @@ async fn logout() -> Response {
 
 // ---- live events ----
 
-async fn events(State(st): State<St>, _: Authed, headers: HeaderMap) -> Response {
+/// The live streams one client address may hold: half of them, so that one client (or one
+/// attacker) cannot take every page's stream.
+pub fn streams_per_client(max_streams: usize) -> usize {
+    max_streams.div_ceil(2).max(1)
+}
+
+/// A live stream counted against its client's address until dropped.
+struct ClientStream {
+    map: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl ClientStream {
+    fn take(st: &AppState, ip: IpAddr) -> Option<ClientStream> {
+        let mut m = st.client_streams.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= streams_per_client(st.max_streams) {
+            return None;
+        }
+        *n += 1;
+        Some(ClientStream {
+            map: st.client_streams.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ClientStream {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
+async fn events(
+    State(st): State<St>,
+    _: Authed,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<Peer>>>,
+    headers: HeaderMap,
+) -> Response {
+    let client = match peer {
+        Some(axum::Extension(axum::extract::ConnectInfo(p))) => {
+            match ClientStream::take(&st, p.addr().ip()) {
+                Some(c) => Some(c),
+                None => {
+                    return error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "busy",
+                        format!(
+                            "this address already has {} dashboard pages open (the most one \
+                             client may hold); close one",
+                            streams_per_client(st.max_streams)
+                        ),
+                    )
+                }
+            }
+        }
+        None => None,
+    };
     let Ok(permit) = st.streams.clone().try_acquire_owned() else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -685,7 +768,7 @@ async fn events(State(st): State<St>, _: Authed, headers: HeaderMap) -> Response
     let rx = st.events.subscribe();
     let stop = st.stop.clone();
     let stream = futures_util::stream::unfold(
-        (rx, permit, sid, stop, true),
+        (rx, (permit, client), sid, stop, true),
         |(mut rx, permit, sid, stop, first)| async move {
             if first {
                 let hello = Event::default().event("hello").data("{}");
@@ -1332,11 +1415,24 @@ mod tests {
         let e = Settings::from_config(&cfg("0.0.0.0:8080", None), None, idle).unwrap_err();
         assert!(matches!(e, WebError::TokenRequired(_)), "{e}");
         assert!(e.to_string().contains("COVO_WEB_TOKEN"));
-        let s = Settings::from_config(&cfg("0.0.0.0:8080", None), Some("t0k".into()), idle)
+        let long = "t0k-0123456789abcdef";
+        let s = Settings::from_config(&cfg("0.0.0.0:8080", None), Some(long.into()), idle)
             .unwrap()
             .unwrap();
-        assert_eq!(s.token.as_deref(), Some("t0k"));
-        assert!(Settings::from_config(&cfg("0.0.0.0:8080", Some("a")), None, idle).is_ok());
+        assert_eq!(s.token.as_deref(), Some(long));
+        assert!(Settings::from_config(&cfg("0.0.0.0:8080", Some(long)), None, idle).is_ok());
+        for short in ["a", "t0k", "0123456789abcde"] {
+            for (bind, env) in [("0.0.0.0:8080", None), ("127.0.0.1:8080", Some(short))] {
+                let file = if env.is_some() { None } else { Some(short) };
+                let e =
+                    Settings::from_config(&cfg(bind, file), env.map(Into::into), idle).unwrap_err();
+                assert!(
+                    matches!(e, WebError::ShortToken(n) if n == short.len()),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("at least 16"), "{e}");
+            }
+        }
         assert!(matches!(
             Settings::from_config(&cfg("0.0.0.0:8080", Some(" ")), None, idle),
             Err(WebError::EmptyToken)

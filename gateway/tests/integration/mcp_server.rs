@@ -202,13 +202,13 @@ fn start_run(config: &Path) -> (Daemon, String) {
 #[test]
 fn python_sdk_over_http_needs_the_token_and_hits_the_size_and_session_bounds() {
     let (dir, config) = setup(
-        "bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token\"\nallowed_origins = [\"http://dash.example:8080\"]",
+        "bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-0123456\"\nallowed_origins = [\"http://dash.example:8080\"]",
     );
     let (_daemon, url) = start_run(&config);
     let s = client(&[
         "http",
         &url,
-        "s3cret-token",
+        "s3cret-token-0123456",
         &dir.path().display().to_string(),
     ]);
     assert_eq!(s["without_token"], 401);
@@ -386,5 +386,75 @@ fn wrong_bearer_tokens_are_slowed_and_the_right_one_is_not() {
                 last - t0
             );
             assert!(legit_end < last, "the right token waited for the guesses");
+        });
+}
+
+#[test]
+fn idle_and_slowloris_floods_do_not_starve_the_endpoint_or_its_descriptors() {
+    let (_dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");
+    let (daemon, url) = start_run(&config);
+    let pid = daemon.0.id();
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let budget = covo::fds::raise().unwrap_or(u64::MAX);
+    // More sockets than the 1,024 descriptors a default soft limit gives covo.
+    let idle_n = usize::try_from(budget.saturating_sub(400))
+        .unwrap_or(1200)
+        .min(1200);
+    assert!(
+        idle_n >= 500,
+        "the open-file limit is too low for this test: {budget}"
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            use tokio::io::AsyncWriteExt;
+            let mut held = Vec::new();
+            for _ in 0..idle_n {
+                held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+            }
+            // Slowloris: headers begun and never finished.
+            for _ in 0..100 {
+                let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+                s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: a")
+                    .await
+                    .unwrap();
+                held.push(s);
+            }
+            let t = Instant::now();
+            let r = tokio::time::timeout(
+                Duration::from_secs(5),
+                http.post(&url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .header("authorization", "Bearer s3cret-token-long-enough")
+                    .body(init)
+                    .send(),
+            )
+            .await
+            .expect("an MCP client was answered during the flood")
+            .unwrap();
+            assert_eq!(r.status(), 200);
+            let took = t.elapsed();
+            let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .count();
+            assert!(
+                fds < covo::mcp::http::MAX_CONNECTIONS + 64,
+                "covo holds {fds} descriptors under {} hostile sockets",
+                held.len()
+            );
+            eprintln!(
+                "initialize answered in {took:?} under {} hostile sockets; {fds} fds",
+                held.len()
+            );
         });
 }

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const TOKEN: &str = "t0ken-for-tests";
+const TOKEN: &str = "t0ken-for-tests-0123";
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -456,14 +457,31 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
             .unwrap();
         assert_eq!(s1.status(), 200);
         let mut b1 = String::new();
-        let mut s2 = http
+        // One address holds at most half the streams (here 1 of 2).
+        let r = http
+            .get(d.url("/api/events"))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 429, "a second stream from one address is refused");
+        let v: Value = r.json_value().await;
+        assert_eq!(v["error"]["kind"], "busy");
+        assert!(v["error"]["message"].as_str().unwrap().contains("this address"), "{v}");
+        let from = |last: u8| {
+            reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from([127, 0, 0, last]))
+                .build()
+                .unwrap()
+        };
+        let mut s2 = from(2)
             .get(d.url("/api/events"))
             .header("authorization", &bearer)
             .send()
             .await
             .unwrap();
         assert_eq!(s2.status(), 200);
-        let r = http
+        let r = from(3)
             .get(d.url("/api/events"))
             .header("authorization", &bearer)
             .send()
@@ -526,7 +544,7 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
         drop(s2);
         let end = Instant::now() + Duration::from_secs(10);
         loop {
-            let r = http
+            let r = from(2)
                 .get(d.url("/api/events"))
                 .header("authorization", &bearer)
                 .send()
@@ -764,31 +782,131 @@ fn the_dashboard_in_a_real_browser() {
     }
 }
 
+/// Open descriptors of a process.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
 #[test]
-fn connections_are_bounded_and_a_closed_one_frees_its_place() {
-    // One live stream: 1 + EXTRA_CONNECTIONS connections at once.
-    let d = Daemon::start("max_streams = 1", None);
-    let max = 1 + covo::web::EXTRA_CONNECTIONS;
-    let addr = d.base.trim_start_matches("http://").to_string();
-    let idle: Vec<_> = (0..max)
-        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
-        .collect();
+fn floods_of_idle_slowloris_and_streaming_connections_do_not_keep_a_client_out() {
+    // Loopback without a token, so anyone on the machine may connect and open streams.
+    let d = Daemon::start("", None);
+    let pid = d.child.as_ref().unwrap().id();
+    let addr: std::net::SocketAddr = d.base.trim_start_matches("http://").parse().unwrap();
+    // The test holds thousands of sockets itself.
+    let budget = covo::fds::raise().unwrap_or(u64::MAX);
+    let idle_n = usize::try_from(budget.saturating_sub(1200))
+        .unwrap_or(2000)
+        .min(2000);
+    assert!(
+        idle_n >= 500,
+        "the open-file limit is too low for this test: {budget}"
+    );
+    let max_conns = covo::web::DEFAULT_MAX_STREAMS + covo::web::EXTRA_CONNECTIONS;
+    let per_client = covo::web::streams_per_client(covo::web::DEFAULT_MAX_STREAMS);
     let http = client();
+    // A second client address on loopback: the legitimate page.
+    let page = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
     rt().block_on(async {
-        // Every place is held by an idle connection: a request waits, unanswered.
-        std::thread::sleep(Duration::from_millis(300));
-        let r = tokio::time::timeout(Duration::from_secs(1), http.get(d.url("/api/board")).send())
-            .await;
-        assert!(r.is_err(), "answered beyond the connection bound: {r:?}");
-        drop(idle);
-        let r = tokio::time::timeout(
-            Duration::from_secs(10),
-            http.get(d.url("/api/board")).send(),
+        let board = |c: reqwest::Client| {
+            let url = d.url("/api/board");
+            async move {
+                let t = Instant::now();
+                let r = tokio::time::timeout(Duration::from_secs(5), c.get(url).send())
+                    .await
+                    .expect("/api/board answered during the attack")
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                t.elapsed()
+            }
+        };
+        // 1. Idle sockets that never send a byte, far more than the listener holds.
+        let mut idle = Vec::new();
+        for _ in 0..idle_n {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        let t_idle = board(http.clone()).await;
+        // 2. Slowloris: 100 connections sending their headers a byte a second.
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut slow = Vec::new();
+        for _ in 0..100 {
+            let stop = stop.clone();
+            slow.push(tokio::spawn(async move {
+                let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+                    return;
+                };
+                for b in
+                    b"GET /api/board HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaa"
+                {
+                    if s.write_all(&[*b]).await.is_err() {
+                        return;
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t_slow = board(http.clone()).await;
+        // 3. 500 event streams asked for and held open from one address: that address gets
+        // its share of streams, the rest are refused and closed in time.
+        let mut streams = Vec::new();
+        for _ in 0..500 {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                .await
+                .unwrap();
+            streams.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t_streams = board(http.clone()).await;
+        // The page on another address still gets its live stream and the board.
+        let mut ev = tokio::time::timeout(
+            Duration::from_secs(5),
+            page.get(d.url("/api/events")).send(),
         )
         .await
-        .expect("answered once the idle connections closed")
+        .expect("a page's stream opened during the attack")
         .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(ev.status(), 200);
+        let mut buf = String::new();
+        assert!(
+            next_event(&mut ev, &mut buf, "hello", |_| true, Duration::from_secs(5))
+                .await
+                .is_some(),
+            "no hello on the page's stream"
+        );
+        let t_page = board(page.clone()).await;
+        // Descriptors stay far from the budget: the held connections are bounded.
+        let fds = open_fds(pid);
+        assert!(
+            fds < max_conns + 64,
+            "covo holds {fds} descriptors under {} hostile sockets",
+            idle_n + 600
+        );
+        // The streams the attacker's address holds.
+        let mut held = 0;
+        for s in &mut streams {
+            let mut b = [0u8; 512];
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(20), s.read(&mut b)).await
+            {
+                if String::from_utf8_lossy(&b[..n]).starts_with("HTTP/1.1 200") {
+                    held += 1;
+                }
+            }
+        }
+        assert!(held <= per_client, "one address holds {held} streams");
+        stop.cancel();
+        eprintln!(
+            "/api/board answered in {t_idle:?} ({idle_n} idle sockets), {t_slow:?} (100 \
+             slowloris), {t_streams:?} (500 streams), {t_page:?} (page's own); {fds} fds, \
+             {held} streams held by the attacker"
+        );
     });
 }
 
