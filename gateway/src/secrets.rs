@@ -9,6 +9,18 @@
 /// What replaces a secret.
 pub const MASK: &str = "***";
 
+/// A new approval id: 128 bits from the system's random source, as 32 hex digits. Never
+/// reused, across restarts too, so an answer to an approval that has ended (a button or a page
+/// from before a restart) can never reach a newer one.
+pub fn approval_id() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system's random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The fewest characters a dashboard or MCP token may have; a shorter one is refused at start.
 pub const MIN_TOKEN_CHARS: usize = 16;
 

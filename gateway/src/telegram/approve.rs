@@ -65,16 +65,6 @@ pub struct At {
     pub message: i64,
 }
 
-/// A new approval id: 128 bits from the system's random source, as 32 hex digits.
-fn new_id() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .expect("the system's random source works");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Approvals {
     /// With the users who may answer anyone's approvals.
     pub fn new(admins: Vec<i64>) -> Self {
@@ -103,7 +93,7 @@ impl Approvals {
         if w.len() >= MAX_PENDING {
             return None;
         }
-        let id = new_id();
+        let id = crate::secrets::approval_id();
         let (tx, rx) = mpsc::sync_channel(1);
         w.insert(
             id.clone(),

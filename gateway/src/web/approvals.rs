@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 pub const MAX_PENDING: usize = 8;
 
 struct Entry {
+    /// The id pages answer by (`secrets::approval_id`): never reused, so a page from before a
+    /// restart cannot answer a newer request.
+    id: String,
     tool: String,
     args: Value,
     session: String,
@@ -57,15 +60,16 @@ impl Pending {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The waiting requests, oldest first: `[{id, tool, args, session, asked, expires_in_ms}]`.
+    /// The waiting requests, oldest first: `[{id, tool, args, session, asked, expires_in_ms}]`
+    /// (`id` a string of 32 hex digits).
     pub fn list(&self) -> Value {
         let now = Instant::now();
         Value::Array(
             self.lock()
-                .iter()
-                .map(|(id, e)| {
+                .values()
+                .map(|e| {
                     json!({
-                        "id": id,
+                        "id": e.id,
                         "tool": e.tool,
                         "args": e.args,
                         "session": e.session,
@@ -88,8 +92,16 @@ impl Pending {
     }
 
     /// Answers request `id`.
-    pub fn answer(&self, id: u64, approve: bool) -> Result<(), AnswerError> {
-        let e = self.lock().remove(&id).ok_or(AnswerError::NotPending)?;
+    pub fn answer(&self, id: &str, approve: bool) -> Result<(), AnswerError> {
+        let e = {
+            let mut entries = self.lock();
+            let seq = entries
+                .iter()
+                .find(|(_, e)| e.id == id)
+                .map(|(seq, _)| *seq)
+                .ok_or(AnswerError::NotPending)?;
+            entries.remove(&seq).ok_or(AnswerError::NotPending)?
+        };
         // The asking thread may have timed out in the meantime; then the answer is moot.
         let _ = e.answer.try_send(approve);
         (self.changed)();
@@ -100,7 +112,7 @@ impl Pending {
     /// it is declined.
     pub fn ask(&self, session: &str, spec: &ToolSpec, args: &Value) -> Result<(), String> {
         let (tx, rx) = sync_channel(1);
-        let id = {
+        let seq = {
             let mut entries = self.lock();
             if entries.len() >= self.max {
                 return Err(format!(
@@ -110,11 +122,13 @@ impl Pending {
                 ));
             }
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            let id = *next;
+            let seq = *next;
             *next += 1;
+            let id = crate::secrets::approval_id();
             entries.insert(
-                id,
+                seq,
                 Entry {
+                    id: id.clone(),
                     tool: spec.name.to_string(),
                     args: args.clone(),
                     session: session.to_string(),
@@ -123,11 +137,11 @@ impl Pending {
                     answer: tx,
                 },
             );
-            id
+            seq
         };
         (self.changed)();
         tracing::info!(
-            id,
+            seq,
             tool = spec.name,
             "waiting for approval on the dashboard"
         );
@@ -139,7 +153,7 @@ impl Pending {
                 self.wait.as_secs()
             )),
         };
-        if self.lock().remove(&id).is_some() {
+        if self.lock().remove(&seq).is_some() {
             (self.changed)();
         }
         r
@@ -190,16 +204,18 @@ mod tests {
         assert!(third.contains("already waiting"), "{third}");
         assert!(t.elapsed() < Duration::from_millis(100), "declined at once");
         let list = p.list();
-        let ids: Vec<u64> = list
+        let ids: Vec<String> = list
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| e["id"].as_u64().unwrap())
+            .map(|e| e["id"].as_str().unwrap().to_string())
             .collect();
+        assert!(ids.iter().all(|id| id.len() == 32), "{ids:?}");
+        assert_ne!(ids[0], ids[1]);
         assert_eq!(list[0]["tool"], "fs_delete");
-        p.answer(ids[0], true).unwrap();
-        p.answer(ids[1], false).unwrap();
-        assert_eq!(p.answer(ids[1], true), Err(AnswerError::NotPending));
+        p.answer(&ids[0], true).unwrap();
+        p.answer(&ids[1], false).unwrap();
+        assert_eq!(p.answer(&ids[1], true), Err(AnswerError::NotPending));
         let results: Vec<_> = waiting.into_iter().map(|h| h.join().unwrap()).collect();
         assert!(results.contains(&Ok(())), "{results:?}");
         assert!(
@@ -214,5 +230,42 @@ mod tests {
         let e = p.ask("s", &FS_DELETE, &args).unwrap_err();
         assert!(e.contains("nobody answered"), "{e}");
         assert!(p.is_empty(), "the expired request left the table");
+    }
+
+    /// Issue 24 defect 1, on the dashboard: ids came from a per-process counter, so after a
+    /// restart a page still showing request 1 answered the new request 1. Two tables stand
+    /// for the process before and after the restart.
+    #[test]
+    fn a_page_from_before_a_restart_answers_nothing() {
+        let args = json!({"path": "a.txt"});
+        let ask_one = |p: &Arc<Pending>| {
+            let (q, a) = (p.clone(), args.clone());
+            let t = std::thread::spawn(move || q.ask("s", &FS_DELETE, &a));
+            let end = Instant::now() + Duration::from_secs(5);
+            while p.is_empty() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let id = p.list()[0]["id"].as_str().unwrap().to_string();
+            (t, id)
+        };
+        let before = Arc::new(Pending::new(2, Duration::from_secs(5), || {}));
+        let (t, old) = ask_one(&before);
+        drop(before.answer(&old, false));
+        assert!(t.join().unwrap().is_err());
+        let after = Arc::new(Pending::new(2, Duration::from_secs(5), || {}));
+        let (t, new) = ask_one(&after);
+        assert_ne!(old, new, "an id was reused across tables");
+        assert_eq!(after.answer(&old, true), Err(AnswerError::NotPending));
+        assert_eq!(
+            after.len(),
+            1,
+            "the old page's press changed the new request"
+        );
+        assert_eq!(after.answer("1", true), Err(AnswerError::NotPending));
+        after.answer(&new, false).unwrap();
+        assert_eq!(
+            t.join().unwrap(),
+            Err("denied on the dashboard".to_string())
+        );
     }
 }

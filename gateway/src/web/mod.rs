@@ -1258,14 +1258,14 @@ struct AnswerIn {
 async fn approvals_answer(
     State(st): State<St>,
     _: Authed,
-    Path(id): Path<u64>,
+    Path(id): Path<String>,
     b: Result<Json<AnswerIn>, JsonRejection>,
 ) -> Response {
     let a = match body(b) {
         Ok(a) => a,
         Err(r) => return r.into_response(),
     };
-    match st.pending.answer(id, a.approve) {
+    match st.pending.answer(&id, a.approve) {
         Ok(()) => Json(json!({"ok": true})).into_response(),
         Err(_) => error(
             StatusCode::NOT_FOUND,

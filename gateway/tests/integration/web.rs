@@ -955,7 +955,7 @@ fn a_denied_or_unanswered_destructive_call_does_not_run() {
         let p = &list["pending"][0];
         assert_eq!(p["tool"], "fs_delete", "{list}");
         assert_eq!(p["args"]["path"], "keep.txt");
-        let id = p["id"].as_u64().unwrap();
+        let id = p["id"].as_str().unwrap().to_string();
         let r = http
             .post(d.url(&format!("/api/approvals/{id}")))
             .json_body(&json!({"approve": false}))
