@@ -302,14 +302,10 @@ impl AsyncRead for Conn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        this.tag.waker.register(cx.waker());
-        if this.tag.evicted.load(Ordering::Acquire) {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "closed to make room for a new connection",
-            )));
+        if let Some(e) = self.evicted(cx) {
+            return Poll::Ready(Err(e));
         }
+        let this = &mut *self;
         let idle = this.tag.busy.load(Ordering::Acquire) == 0;
         if idle {
             let begun = this.tag.begun.load(Ordering::Acquire);
@@ -344,12 +340,29 @@ impl AsyncRead for Conn {
     }
 }
 
+impl Conn {
+    /// An evicted connection fails its writes too: one stuck writing to a client that does not
+    /// read would otherwise keep its slot.
+    fn evicted(&self, cx: &mut Context<'_>) -> Option<io::Error> {
+        self.tag.waker.register(cx.waker());
+        self.tag.evicted.load(Ordering::Acquire).then(|| {
+            io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed to make room for a new connection",
+            )
+        })
+    }
+}
+
 impl AsyncWrite for Conn {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if let Some(e) = self.evicted(cx) {
+            return Poll::Ready(Err(e));
+        }
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 
@@ -366,6 +379,9 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if let Some(e) = self.evicted(cx) {
+            return Poll::Ready(Err(e));
+        }
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
 
@@ -393,6 +409,7 @@ mod tests {
                     "slow"
                 }),
             )
+            .route("/big", get(|| async { vec![b'x'; 16 << 20] }))
             .layer(axum::middleware::from_fn(track));
         tokio::spawn(async move {
             axum::serve(
@@ -449,6 +466,23 @@ mod tests {
         let first = idle.remove(0);
         let t = Instant::now();
         assert!(closed_at(first).await - t < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_reads_its_answer_gives_way() {
+        let addr = serve(Limits::new(1)).await;
+        // Asks for 16 MiB and never reads: the server finishes the body and is left writing.
+        let mut stuck = TcpStream::connect(addr).await.unwrap();
+        stuck
+            .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let r = tokio::time::timeout(Duration::from_secs(20), get_path(addr, "/"))
+            .await
+            .expect("the newcomer was kept out by a client that does not read");
+        assert!(r.ends_with("ok"), "{r}");
+        drop(stuck);
     }
 
     #[tokio::test]
