@@ -20,10 +20,10 @@ use axum::extract::{ConnectInfo, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::task::AtomicWaker;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -235,6 +235,68 @@ impl Peer {
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Limited>> for Peer {
     fn connect_info(stream: axum::serve::IncomingStream<'_, Limited>) -> Self {
         Peer(stream.io().tag.clone())
+    }
+}
+
+/// The client address a request came from, if it came through a [`Limited`] listener.
+pub fn client_ip(ext: &axum::http::Extensions) -> Option<IpAddr> {
+    ext.get::<ConnectInfo<Peer>>()
+        .map(|ConnectInfo(p)| p.addr().ip())
+}
+
+/// What a wrong token costs, per client address: each address has one wrong-token answer in
+/// flight at a time, each taking `secrets::WRONG_TOKEN_DELAY`, so one address guesses at most
+/// 4 times a second however many connections it opens, and its guesses never queue another
+/// address's answers; `secrets::WRONG_TOKENS_AT_ONCE` answers at once across all addresses
+/// bound the total. An address has an entry only while one of its answers waits, so the map
+/// is bounded by the listener's connections.
+pub struct Guesses {
+    per_addr: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
+    all: Semaphore,
+}
+
+impl Default for Guesses {
+    fn default() -> Self {
+        Guesses {
+            per_addr: Mutex::new(HashMap::new()),
+            all: Semaphore::new(crate::secrets::WRONG_TOKENS_AT_ONCE),
+        }
+    }
+}
+
+impl Guesses {
+    /// Waits out a wrong token from `addr` (`None`: a request not from a listener).
+    pub async fn wrong(&self, addr: Option<IpAddr>) {
+        let lock = || self.per_addr.lock().unwrap_or_else(|p| p.into_inner());
+        let own = addr.map(|ip| {
+            lock()
+                .entry(ip)
+                .or_insert_with(|| Arc::new(Semaphore::new(1)))
+                .clone()
+        });
+        {
+            let _one = match &own {
+                Some(s) => s.acquire().await.ok(),
+                None => None,
+            };
+            let _any = self.all.acquire().await;
+            tokio::time::sleep(crate::secrets::WRONG_TOKEN_DELAY).await;
+        }
+        if let (Some(ip), Some(own)) = (addr, own) {
+            let mut m = lock();
+            // The map's and ours: nobody else waits for this address.
+            if Arc::strong_count(&own) == 2 {
+                m.remove(&ip);
+            }
+        }
+    }
+
+    /// Addresses with an answer waiting.
+    pub fn waiting(&self) -> usize {
+        self.per_addr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 }
 
@@ -547,5 +609,31 @@ mod tests {
             k >= Duration::from_millis(1400),
             "closed {k:?} after its answer"
         );
+    }
+
+    #[tokio::test]
+    async fn guesses_queue_per_address_and_leave_no_entry_behind() {
+        let g = Arc::new(Guesses::default());
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        let b = Some(IpAddr::from([10, 0, 0, 2]));
+        let t = Instant::now();
+        let from_a: Vec<_> = (0..3)
+            .map(|_| {
+                let g = g.clone();
+                tokio::spawn(async move { g.wrong(a).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(g.waiting(), 1);
+        g.wrong(b).await;
+        let b_took = t.elapsed();
+        for h in from_a {
+            h.await.unwrap();
+        }
+        let a_took = t.elapsed();
+        let d = crate::secrets::WRONG_TOKEN_DELAY;
+        assert!(b_took < d * 2, "b waited behind a: {b_took:?}");
+        assert!(a_took >= d * 3, "a's three guesses took {a_took:?}");
+        assert_eq!(g.waiting(), 0, "entries left behind");
     }
 }

@@ -29,8 +29,10 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 pub const WRONG_TOKEN_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Wrong tokens a listener answers at once, across all its clients: further guesses queue
-/// behind them, so guessing runs at most 16 a second however many connections ask. Requests
-/// with the right token never wait for this.
+/// behind them, so guessing runs at most 16 a second however many connections ask. One client
+/// address has one answer in flight at a time (`listen::Guesses`), so it guesses at most 4 a
+/// second and does not hold up another address's mistyped token. Requests with the right token
+/// never wait for this.
 pub const WRONG_TOKENS_AT_ONCE: usize = 4;
 
 /// `url` with its userinfo and every query value (and any fragment) replaced by `***`; scheme,

@@ -84,7 +84,7 @@ struct Gate {
     token: Option<String>,
     sessions: Arc<LocalSessionManager>,
     /// Permits for answering wrong tokens (`secrets::WRONG_TOKENS_AT_ONCE`).
-    failed: tokio::sync::Semaphore,
+    failed: crate::listen::Guesses,
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
@@ -111,11 +111,11 @@ async fn gate(State(g): State<Arc<Gate>>, req: Request, next: Next) -> Response 
             .and_then(|v| v.strip_prefix("Bearer "));
         if !sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes())) {
             if req.headers().contains_key(header::AUTHORIZATION) {
-                // A guess costs what it costs on the dashboard: the delay, with at most
-                // WRONG_TOKENS_AT_ONCE wrong tokens answered at once across every client.
-                tracing::warn!("MCP request with a wrong token");
-                let _permit = g.failed.acquire().await;
-                tokio::time::sleep(crate::secrets::WRONG_TOKEN_DELAY).await;
+                // A guess costs what it costs on the dashboard: the delay, one at a time per
+                // client address, at most WRONG_TOKENS_AT_ONCE at once across every client.
+                let from = crate::listen::client_ip(req.extensions());
+                tracing::warn!(?from, "MCP request with a wrong token");
+                g.failed.wrong(from).await;
             }
             let mut r = refuse(
                 StatusCode::UNAUTHORIZED,
@@ -189,7 +189,7 @@ pub async fn serve_http(
     let gate_state = Arc::new(Gate {
         token,
         sessions,
-        failed: tokio::sync::Semaphore::new(crate::secrets::WRONG_TOKENS_AT_ONCE),
+        failed: crate::listen::Guesses::default(),
     });
     let app = axum::Router::new()
         .route_service("/mcp", service)

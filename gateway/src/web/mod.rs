@@ -238,8 +238,8 @@ struct AppState {
     max_sessions: usize,
     pending: Arc<Pending>,
     stop: CancellationToken,
-    /// Permits for answering wrong tokens ([`FAILED_AT_ONCE`]).
-    failed: Semaphore,
+    /// What wrong tokens cost ([`FAILED_AT_ONCE`], per client address).
+    failed: crate::listen::Guesses,
 }
 
 type St = Arc<AppState>;
@@ -286,7 +286,7 @@ impl Dashboard {
             max_sessions: settings.max_sessions,
             pending,
             stop,
-            failed: Semaphore::new(FAILED_AT_ONCE),
+            failed: crate::listen::Guesses::default(),
         });
         Ok(Dashboard {
             listener,
@@ -465,11 +465,10 @@ pub fn loopback_host(headers: &HeaderMap) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// What a wrong token costs, on every path: [`FAILED_LOGIN_DELAY`], with at most
-/// [`FAILED_AT_ONCE`] wrong tokens answered at once.
-async fn wrong_token(st: &AppState) {
-    let _permit = st.failed.acquire().await;
-    tokio::time::sleep(FAILED_LOGIN_DELAY).await;
+/// What a wrong token costs, on every path: [`FAILED_LOGIN_DELAY`], one at a time per client
+/// address, with at most [`FAILED_AT_ONCE`] answered at once (`listen::Guesses`).
+async fn wrong_token(st: &AppState, from: Option<IpAddr>) {
+    st.failed.wrong(from).await;
 }
 
 /// Whether the request carries a token at all (a bearer header or the token cookie): one that
@@ -563,8 +562,9 @@ impl FromRequestParts<St> for Authed {
             Err(not_loopback())
         } else {
             if presents_token(&parts.headers) {
-                tracing::warn!("dashboard request with a wrong token");
-                wrong_token(st).await;
+                let from = crate::listen::client_ip(&parts.extensions);
+                tracing::warn!(?from, "dashboard request with a wrong token");
+                wrong_token(st, from).await;
             }
             Err(error(
                 StatusCode::UNAUTHORIZED,
@@ -649,15 +649,20 @@ struct LoginForm {
     token: String,
 }
 
-async fn login(State(st): State<St>, form: Result<Form<LoginForm>, FormRejection>) -> Response {
+async fn login(
+    State(st): State<St>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<Peer>>>,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Response {
     let given = form.map(|Form(f)| f.token).unwrap_or_default();
     let ok = match &st.token {
         Some(t) => same(given.trim().as_bytes(), t),
         None => true,
     };
     if !ok {
-        tracing::warn!("dashboard login with a wrong token");
-        wrong_token(&st).await;
+        let from = peer.map(|p| p.0 .0.addr().ip());
+        tracing::warn!(?from, "dashboard login with a wrong token");
+        wrong_token(&st, from).await;
         return html(StatusCode::UNAUTHORIZED, asset("login.html").1);
     }
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();

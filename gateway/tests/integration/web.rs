@@ -1272,3 +1272,68 @@ fn wrong_tokens_are_slowed_alike_on_every_path_and_the_right_one_is_not() {
         assert_eq!(r.status(), 401);
     });
 }
+
+#[test]
+fn one_address_guessing_does_not_slow_another_addresses_mistyped_token() {
+    let d = Daemon::start("token = \"a-long-enough-token-0123\"", None);
+    let http = client();
+    let other = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    rt().block_on(async {
+        // 16 guesses at once from 127.0.0.1, half as bearer tokens and half through the form.
+        let guesses: u32 = 16;
+        let t0 = Instant::now();
+        let attack = futures_util::future::join_all((0..guesses).map(|i| {
+            let r = if i % 2 == 0 {
+                http.get(d.url("/api/board"))
+                    .header("authorization", format!("Bearer guess-{i}"))
+            } else {
+                http.post(d.url("/login"))
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(format!("token=guess-{i}"))
+            };
+            async move {
+                let r = r.send().await.unwrap();
+                assert_eq!(r.status(), 401);
+                Instant::now()
+            }
+        }));
+        // Meanwhile a user on another address mistypes, then types it right.
+        let user = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let t = Instant::now();
+            let r = other
+                .get(d.url("/api/board"))
+                .header("authorization", "Bearer a-long-enough-token-0124")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 401);
+            let mistyped = t.elapsed();
+            let r = other
+                .get(d.url("/api/board"))
+                .header("authorization", "Bearer a-long-enough-token-0123")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            (mistyped, Instant::now())
+        };
+        let (ends, (mistyped, user_end)) = tokio::join!(attack, user);
+        let last = ends.into_iter().max().unwrap();
+        // One address's guesses are answered one at a time: 16 take 16 delays.
+        assert!(
+            last - t0 >= covo::web::FAILED_LOGIN_DELAY * guesses - Duration::from_millis(50),
+            "{guesses} guesses from one address answered in {:?}",
+            last - t0
+        );
+        // The other address paid one delay, not the guesser's queue, and was done long before.
+        assert!(mistyped >= covo::web::FAILED_LOGIN_DELAY - Duration::from_millis(20));
+        assert!(
+            user_end < last && mistyped < covo::web::FAILED_LOGIN_DELAY * (guesses / 2),
+            "the mistyped token took {mistyped:?} behind the guesser"
+        );
+    });
+}
