@@ -328,6 +328,55 @@ async def bench(covo, config, n):
             print(json.dumps({"n": n, "p50_us": times[n // 2] * 1e6, "p90_us": times[n * 9 // 10] * 1e6}))
 
 
+async def hog(url, token, workdir):
+    """Session A asks for destructive calls and never answers their confirmations; session B's
+    read-only calls must still run, and A's calls beyond its own waiting slots are busy."""
+    auth = {"Authorization": f"Bearer {token}"}
+    never = asyncio.Event()
+    asked = []
+
+    async def hold(context, p):
+        asked.append(p.message)
+        await never.wait()
+        return types.ElicitResult(action="decline")
+
+    summary = {}
+    async with httpx2.AsyncClient(headers=auth, timeout=60) as ha, streamable_http_client(
+        url, http_client=ha
+    ) as (ra, wa), httpx2.AsyncClient(headers=auth, timeout=60) as hb, streamable_http_client(
+        url, http_client=hb
+    ) as (rb, wb):
+        async with ClientSession(ra, wa, elicitation_callback=hold) as a, ClientSession(rb, wb) as b:
+            await a.initialize()
+            await b.initialize()
+            held = [asyncio.create_task(a.call_tool("fs_delete", {"path": f"victim{i}.txt"})) for i in range(2)]
+            for _ in range(200):
+                if len(asked) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(asked) == 2, f"{len(asked)} confirmations asked"
+            # A's third and fourth destructive calls: refused at once, naming the limit.
+            over = [error_of(await a.call_tool("fs_delete", {"path": "victim9.txt"})) for _ in range(2)]
+            for e in over:
+                assert "busy" in e["message"] and "waiting for confirmation" in e["message"], e
+            summary["over_limit"] = over[0]["message"]
+            # B's reads all run, four at once, while A's two calls still wait.
+            t = time.perf_counter()
+            reads = await asyncio.gather(*[b.call_tool("sensor_read", {"sensor": "climate"}) for _ in range(4)])
+            summary["b_reads_s"] = time.perf_counter() - t
+            for r in reads:
+                assert ok_json(r)["sensor"] == "climate"
+            # A's own read-only calls run too.
+            assert ok_json(await a.call_tool("sensor_read", {"sensor": "climate"}))["sensor"] == "climate"
+            assert not any(h.done() for h in held), "a held call ended"
+            for h in held:
+                h.cancel()
+    for i in range(2):
+        assert os.path.exists(os.path.join(workdir, "ws", f"victim{i}.txt")), "a held call ran"
+    summary["asked"] = len(asked)
+    print(json.dumps(summary))
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "stdio":
@@ -336,6 +385,8 @@ def main():
         asyncio.run(elicit(*args))
     elif mode == "http":
         asyncio.run(http(*args))
+    elif mode == "hog":
+        asyncio.run(hog(*args))
     elif mode == "bench":
         asyncio.run(bench(args[0], args[1], int(args[2])))
     else:

@@ -9,7 +9,9 @@
 //! the client declared it, and refused (naming `[mcp] approve`) when it did not.
 //!
 //! Bounds: a request is at most [`MAX_REQUEST_BYTES`] (stdio lines and HTTP bodies), at most
-//! [`MAX_CALLS`] tool calls run at once (more are refused as `busy`), HTTP serves at most
+//! [`MAX_CALLS`] tool calls run at once (more are refused as `busy`; a call waiting for its
+//! user's confirmation holds one of its session's [`WAITING_PER_SESSION`] slots and one of the
+//! gateway's [`MAX_WAITING`] instead of a running slot), HTTP serves at most
 //! [`MAX_SESSIONS`] sessions (idle ones close after [`SESSION_IDLE`]), a session subscribes to
 //! at most [`MAX_SUBSCRIPTIONS`] resources, and an elicitation waits at most [`ELICIT_WAIT`].
 
@@ -27,6 +29,12 @@ use std::time::Duration;
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 /// Tool calls running at once, over all sessions; one more is refused as `busy`.
 pub const MAX_CALLS: usize = 4;
+/// Destructive calls one session may have waiting for its user's confirmation. A waiting call
+/// gives its [`MAX_CALLS`] slot back, so a client that never answers holds only these.
+pub const WAITING_PER_SESSION: usize = 2;
+/// Calls waiting for confirmation over all sessions (each parks a thread of the blocking pool,
+/// `daemon::BLOCKING_THREADS`).
+pub const MAX_WAITING: usize = 8;
 /// HTTP sessions held at once; a new one beyond it is refused with 503.
 pub const MAX_SESSIONS: usize = 16;
 /// An HTTP session unused this long is closed.

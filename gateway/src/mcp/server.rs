@@ -3,7 +3,7 @@
 //! reading and its history as CSV) with subscriptions, and the MCP client's user as the
 //! approver of destructive calls.
 
-use super::{ELICIT_WAIT, MAX_CALLS, MAX_SUBSCRIPTIONS, POLL};
+use super::{ELICIT_WAIT, MAX_CALLS, MAX_SUBSCRIPTIONS, MAX_WAITING, POLL, WAITING_PER_SESSION};
 use crate::error::CallError;
 use crate::exec::{Session, UserIo};
 use crate::policy::{is, Approver, Via};
@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// Tools whose repeated call with the same arguments leaves the world as one call did
@@ -64,6 +64,8 @@ pub struct Shared {
     selection: Selection,
     approve: Vec<String>,
     calls: Arc<Semaphore>,
+    /// Calls waiting for confirmation, over all sessions ([`MAX_WAITING`]).
+    waiting: Arc<Semaphore>,
 }
 
 impl Shared {
@@ -75,6 +77,7 @@ impl Shared {
             selection,
             approve,
             calls: Arc::new(Semaphore::new(MAX_CALLS)),
+            waiting: Arc::new(Semaphore::new(MAX_WAITING)),
         })
     }
 
@@ -159,6 +162,10 @@ struct ClientApprover {
     peer: Peer<RoleServer>,
     handle: tokio::runtime::Handle,
     can_ask: bool,
+    /// The call's running slot ([`MAX_CALLS`]), given back while its user is asked.
+    slot: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    /// The session's waiting slots ([`WAITING_PER_SESSION`]).
+    waiting: Arc<Semaphore>,
 }
 
 /// Whether an accepted elicitation confirmed the call: only `confirm: true` runs it. No
@@ -225,6 +232,46 @@ impl Approver for ClientApprover {
             ),
             requested_schema: schema,
         };
+        // While its user is asked, the call holds one of its session's waiting slots and one
+        // of the gateway's, not a running slot: a client that never answers blocks only itself.
+        let Ok(_mine) = self.waiting.clone().try_acquire_owned() else {
+            return Err(format!(
+                "busy: this MCP session already has {WAITING_PER_SESSION} calls waiting for \
+                 confirmation (the most one session may); answer them first"
+            ));
+        };
+        let Ok(_all) = self.shared.waiting.clone().try_acquire_owned() else {
+            return Err(format!(
+                "busy: {MAX_WAITING} MCP calls are waiting for confirmation on this gateway (the \
+                 most it holds); retry later"
+            ));
+        };
+        drop(self.slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let answer = self.ask(params);
+        if answer.is_ok() {
+            // Confirmed: run in a running slot again, waiting for one as long as for the user.
+            let calls = self.shared.calls.clone();
+            let got = self
+                .handle
+                .block_on(async { tokio::time::timeout(ELICIT_WAIT, calls.acquire_owned()).await });
+            match got {
+                Ok(Ok(p)) => *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(p),
+                _ => {
+                    return Err(format!(
+                        "busy: confirmed, but {MAX_CALLS} MCP tool calls kept running for {} s; \
+                         retry",
+                        ELICIT_WAIT.as_secs()
+                    ))
+                }
+            }
+        }
+        answer
+    }
+}
+
+impl ClientApprover {
+    /// Sends the elicitation and waits for its answer.
+    fn ask(&self, params: ElicitRequestParams) -> Result<(), String> {
         // The executor runs on a blocking thread; the request goes out on the server's loop.
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let peer = self.peer.clone();
@@ -280,6 +327,8 @@ pub struct CovoMcp {
     subs: Subscriptions,
     watching: Mutex<bool>,
     stop: CancellationToken,
+    /// This session's calls waiting for confirmation ([`WAITING_PER_SESSION`]).
+    waiting: Arc<Semaphore>,
 }
 
 impl Drop for CovoMcp {
@@ -297,6 +346,7 @@ impl CovoMcp {
             subs: Arc::default(),
             watching: Mutex::new(false),
             stop: CancellationToken::new(),
+            waiting: Arc::new(Semaphore::new(WAITING_PER_SESSION)),
         }
     }
 
@@ -567,18 +617,21 @@ impl ServerHandler for CovoMcp {
             .peer
             .peer_info()
             .is_some_and(|i| i.capabilities.elicitation.is_some());
+        let slot = Arc::new(Mutex::new(Some(permit)));
         let approver = ClientApprover {
             shared: self.shared.clone(),
             peer: context.peer.clone(),
             handle: tokio::runtime::Handle::current(),
             can_ask,
+            slot: slot.clone(),
+            waiting: self.waiting.clone(),
         };
         let session = Session::new(self.session.clone(), "mcp").with_approver(Arc::new(approver));
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let rt = self.shared.rt.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+            let _slot = slot;
             let r = rt.call(&session, Via::Mcp, &name, args);
             (r, rt)
         })

@@ -458,3 +458,29 @@ fn idle_and_slowloris_floods_do_not_starve_the_endpoint_or_its_descriptors() {
             );
         });
 }
+
+#[test]
+fn a_client_that_never_confirms_holds_only_its_own_waiting_slots() {
+    let (dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");
+    for i in [0, 1, 9] {
+        std::fs::write(dir.path().join(format!("ws/victim{i}.txt")), "keep").unwrap();
+    }
+    let (_daemon, url) = start_run(&config);
+    let s = client(&[
+        "hog",
+        &url,
+        "s3cret-token-long-enough",
+        &dir.path().display().to_string(),
+    ]);
+    assert_eq!(s["asked"], 2, "{s}");
+    let over = s["over_limit"].as_str().unwrap();
+    assert!(
+        over.contains(&covo::mcp::WAITING_PER_SESSION.to_string()),
+        "{over}"
+    );
+    // Before, A's waiting calls held all MAX_CALLS running slots and B was told busy.
+    assert!(s["b_reads_s"].as_f64().unwrap() < 30.0, "{s}");
+    for i in [0, 1, 9] {
+        assert!(dir.path().join(format!("ws/victim{i}.txt")).exists());
+    }
+}
