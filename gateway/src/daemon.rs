@@ -1,7 +1,8 @@
 //! `covo run`: the gateway daemon. One loop on one thread serves chat over MQTT, runs the
 //! schedules and samples the sensors (running their watches) on a ticker, and publishes sensor
-//! telemetry. Chat turns run one at a time (so also one at a time per session); a turn holds the
-//! loop, so schedules due during a turn run right after it.
+//! telemetry. Turns of one chat session run one at a time, at most [`TURNS_PER_SESSION`] queued
+//! per session and [`MAX_TURNS`] in all (more are answered busy); blocking work runs on a pool
+//! sized for every long job's budget plus a reserve ([`BLOCKING_THREADS`]).
 //!
 //! Topics (`P` = `[mqtt] prefix`, `G` = gateway id):
 //! - `P/G/chat/in`: `{"text", "session"?}` or plain text (session `mqtt`).
@@ -151,9 +152,32 @@ fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::Sender<Message>) {
 /// How many swarm calls from other gateways run here at once; more are answered `busy`.
 pub const SWARM_SLOTS: usize = 8;
 
-/// Threads of `covo run`'s blocking pool (tool calls, SQLite, schedule runs); more blocking
-/// work waits for one. Above [`SWARM_SLOTS`], so swarm calls never take them all.
-pub const BLOCKING_THREADS: usize = 16;
+/// Home Assistant `set` commands carried out at once; one arriving beyond them is dropped
+/// with a warning (its state topic keeps the true state, so the switch in Home Assistant
+/// flips back), so a storm of commands cannot queue blocking work without bound.
+pub const HA_COMMANDS: usize = 2;
+
+/// Chat turns one MQTT chat session may have queued or running; one more is answered busy.
+pub const TURNS_PER_SESSION: usize = 4;
+
+/// Chat turns queued or running over all MQTT sessions; one more is answered busy.
+pub const MAX_TURNS: usize = 64;
+
+/// What the blocking jobs that may wait a long time can hold of the pool at most, each under
+/// its own permit taken before it is spawned: dashboard approvals (8,
+/// `web::approvals::MAX_PENDING`), Telegram approvals (4, `telegram::approve::MAX_PENDING`),
+/// MCP calls (4 running, `mcp::MAX_CALLS`, and 8 waiting for confirmation, `mcp::MAX_WAITING`),
+/// swarm calls ([`SWARM_SLOTS`]) and Home Assistant commands ([`HA_COMMANDS`]).
+pub const LONG_JOBS: usize = 8 + 4 + 4 + 8 + SWARM_SLOTS + HA_COMMANDS;
+
+/// Threads kept beyond [`LONG_JOBS`] for sampling, the store, schedules and telemetry, so that
+/// those never wait behind parked approvals or slow calls.
+pub const RESERVE_THREADS: usize = 12;
+
+/// Threads of `covo run`'s blocking pool (tool calls, SQLite, schedule runs, approvals): every
+/// long job's budget plus [`RESERVE_THREADS`]. Threads are started on demand and leave after
+/// 2 s idle, so an idle daemon holds none of them.
+pub const BLOCKING_THREADS: usize = LONG_JOBS + RESERVE_THREADS;
 
 /// How often the loop looks for GPIO writes made by other paths (and for reconnects).
 pub const SWITCH_CHECK: Duration = Duration::from_millis(500);
@@ -359,6 +383,8 @@ pub async fn serve_with(
         ),
     );
     let mut turns = tokio::task::JoinSet::new();
+    let ha_slots = Arc::new(tokio::sync::Semaphore::new(HA_COMMANDS));
+    let mut ha_dropped: u64 = 0;
     let mut jobs = tokio::task::JoinSet::new();
     // A reconnect may reach a restarted broker that lost the retained discovery configs and
     // state: announce again whenever the link's connection count moves.
@@ -409,14 +435,31 @@ pub async fn serve_with(
                         announce(&rt, l, &switches);
                     }
                 } else if let Some(device) = ha.device_of_set(&m.topic) {
-                    // The write runs on the blocking pool; its state follows when it is done.
-                    let (rt2, sw, device, payload) =
-                        (rt.clone(), switches.clone(), device.to_string(), m.payload.clone());
-                    tokio::task::spawn_blocking(move || {
-                        if let Some(l) = rt2.peer_link() {
-                            switch(&rt2, l, &sw, &device, &payload);
+                    // The write runs on the blocking pool under its permit; its state follows
+                    // when it is done.
+                    match ha_slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            let (rt2, sw, device, payload) =
+                                (rt.clone(), switches.clone(), device.to_string(), m.payload.clone());
+                            tokio::task::spawn_blocking(move || {
+                                let _slot = slot;
+                                if let Some(l) = rt2.peer_link() {
+                                    switch(&rt2, l, &sw, &device, &payload);
+                                }
+                            });
                         }
-                    });
+                        Err(_) => {
+                            ha_dropped += 1;
+                            // One line per burst, not per command.
+                            if ha_dropped.is_power_of_two() {
+                                tracing::warn!(
+                                    device,
+                                    dropped = ha_dropped,
+                                    "Home Assistant commands arrive faster than {HA_COMMANDS} at once; dropped"
+                                );
+                            }
+                        }
+                    }
                 }
             }
             _ = link_check.tick() => {
@@ -717,6 +760,25 @@ fn start_chat(
         );
         return;
     };
+    // Finished turns are reaped first, so the counts below are of live ones.
+    while turns.try_join_next().is_some() {}
+    // The session's table entry and `agent` here hold one reference each, every queued or
+    // running turn another.
+    let queued = Arc::strong_count(&agent).saturating_sub(2);
+    if queued >= TURNS_PER_SESSION || turns.len() >= MAX_TURNS {
+        let why = if queued >= TURNS_PER_SESSION {
+            format!("this chat session already has {TURNS_PER_SESSION} messages waiting (the most one session queues)")
+        } else {
+            format!("{MAX_TURNS} chat messages are already waiting on this gateway (the most it queues)")
+        };
+        publish_json(
+            link,
+            &t.chat_out(),
+            &json!({"session": session, "error": true, "text": format!("busy: {why}; try again when it has answered")}),
+            false,
+        );
+        return;
+    }
     let (rt, t, token) = (rt.clone(), t.clone(), stop.child_token());
     turns.spawn(async move {
         let mut agent = agent.lock().await;
@@ -776,6 +838,21 @@ async fn chat_turn(
 
 #[cfg(test)]
 mod tests {
+    #[cfg(all(feature = "web", feature = "telegram", feature = "mcp"))]
+    #[test]
+    fn the_blocking_pool_covers_every_long_job_budget_and_a_reserve() {
+        assert_eq!(
+            LONG_JOBS,
+            crate::web::approvals::MAX_PENDING
+                + crate::telegram::approve::MAX_PENDING
+                + crate::mcp::MAX_CALLS
+                + crate::mcp::MAX_WAITING
+                + SWARM_SLOTS
+                + HA_COMMANDS
+        );
+        assert_eq!(BLOCKING_THREADS, LONG_JOBS + RESERVE_THREADS);
+    }
+
     use super::*;
 
     #[test]

@@ -393,3 +393,102 @@ fn chat_sessions_are_capped_and_idle_ones_evicted() {
     assert!(!last.contains("first question of a"), "evicted: {last}");
     terminate(child);
 }
+
+#[test]
+fn a_chat_flood_and_a_home_assistant_storm_stay_bounded_and_the_loop_answers() {
+    let broker = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    let out = raw(broker.port(), "covo/gw1/chat/out");
+    let states = raw(broker.port(), "covo/gw1/ha/relay/state");
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n[run]\ntelemetry_secs = 1\n",
+        broker.url()
+    );
+    // The first turn's model answer takes 8 s: the session's later messages queue behind it.
+    let mut script = vec![Reply::delay(Duration::from_secs(8), Reply::text("slow"))];
+    script.extend((0..12).map(|_| Reply::text("ok")));
+    let srv = ScriptedLlm::start(script);
+    let child = start(dir.path(), &cfg, Some(&srv), &status);
+    wait_for(
+        &states,
+        "covo/gw1/ha/relay/state",
+        "OFF",
+        Duration::from_secs(5),
+    );
+
+    // 12 messages for one session at once: 1 runs, 3 wait, 8 are answered busy at once.
+    let sent = Instant::now();
+    for i in 0..12 {
+        out.client
+            .publish(
+                "covo/gw1/chat/in",
+                QoS::AtLeastOnce,
+                false,
+                json!({"session": "s1", "text": format!("hello {i}")}).to_string(),
+            )
+            .unwrap();
+    }
+    let mut busy = 0;
+    while busy < 12 - covo::daemon::TURNS_PER_SESSION {
+        let (v, _) = out
+            .next_on("covo/gw1/chat/out", Duration::from_secs(6))
+            .unwrap_or_else(|| panic!("only {busy} busy answers"));
+        assert_eq!(
+            v["error"], true,
+            "an answer before the slow turn ended: {v}"
+        );
+        let text = v["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("busy: ")
+                && text.contains(&format!("{} messages", covo::daemon::TURNS_PER_SESSION)),
+            "{text}"
+        );
+        busy += 1;
+    }
+    assert!(
+        sent.elapsed() < Duration::from_secs(7),
+        "the busy answers waited for the slow turn: {:?}",
+        sent.elapsed()
+    );
+
+    // Meanwhile Home Assistant sends 200 commands in a burst: bounded, never queued without
+    // end; and afterwards one command is carried out as usual.
+    for i in 0..200 {
+        let p = if i % 2 == 0 { "ON" } else { "OFF" };
+        states
+            .client
+            .publish("covo/gw1/ha/relay/set", QoS::AtMostOnce, false, p)
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    while states.rx.try_recv().is_ok() {}
+    states
+        .client
+        .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    wait_for(
+        &states,
+        "covo/gw1/ha/relay/state",
+        "ON",
+        Duration::from_secs(5),
+    );
+
+    // The four queued turns are all answered, in order, once the slow one ends.
+    let mut answers = 0;
+    while answers < covo::daemon::TURNS_PER_SESSION {
+        let (v, _) = out
+            .next_on("covo/gw1/chat/out", Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("only {answers} queued turns answered"));
+        assert_ne!(v["error"], true, "{v}");
+        answers += 1;
+    }
+    let err = terminate(child);
+    // Drops are warned once per power of two (how many drop depends on the machine's speed).
+    let dropped = err.matches("Home Assistant commands arrive faster").count();
+    assert!(
+        dropped <= 9,
+        "{dropped} drop warnings for 200 commands: {err}"
+    );
+    eprintln!("{dropped} drop warnings for 200 Home Assistant commands");
+}
