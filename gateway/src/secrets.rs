@@ -21,6 +21,31 @@ pub fn approval_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What precedes a Telegram pairing code in covo's log: `covo telegram pair CODE`.
+pub const PAIRING_HINT: &str = "covo telegram pair ";
+
+/// `line` with every pairing code after [`PAIRING_HINT`] masked: log lines a tool hands out
+/// (`log_tail`) must not let anyone who can call a tool pair themselves.
+pub fn mask_pairing_codes(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains(PAIRING_HINT) {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find(PAIRING_HINT) {
+        let after = i + PAIRING_HINT.len();
+        out.push_str(&rest[..after]);
+        let tail = &rest[after..];
+        let code_len = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        if code_len > 0 {
+            out.push_str(MASK);
+        }
+        rest = &tail[code_len..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The fewest characters a dashboard or MCP token may have; a shorter one is refused at start.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
@@ -215,6 +240,23 @@ pub fn http_error(e: reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn pairing_codes_are_masked_wherever_they_stand() {
+        let line = "x: run: covo telegram pair K7QMW2XP  (valid), or covo telegram pair AB";
+        assert_eq!(
+            mask_pairing_codes(line),
+            "x: run: covo telegram pair ***  (valid), or covo telegram pair ***"
+        );
+        assert_eq!(
+            mask_pairing_codes("covo telegram pair "),
+            "covo telegram pair "
+        );
+        assert!(matches!(
+            mask_pairing_codes("nothing here"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
     use super::*;
 
     #[test]

@@ -54,6 +54,12 @@ enum TelegramCmd {
         /// The code from the log.
         code: String,
     },
+    /// Let in a Telegram user by id (the number the log shows beside their code), with or
+    /// without a code: strangers cannot lock the owner out of pairing.
+    Allow {
+        /// The user's numeric id.
+        id: i64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -366,6 +372,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(cmd) => tools(config, cmd),
         Command::Store(cmd) => store_cmd(&config, cmd),
         Command::Telegram(TelegramCmd::Pair { code }) => telegram_pair(&config, &code),
+        Command::Telegram(TelegramCmd::Allow { id }) => {
+            let store = crate::store::Store::open_in(&config.home_dir())?;
+            store.telegram_allow(id, &format!("id {id}"))?;
+            println!("allowed: Telegram user id {id} may now chat with this gateway");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -92,8 +92,6 @@ pub enum PairingCode {
     New(String),
     /// The user already has a live code (not printed again).
     Pending,
-    /// [`MAX_PAIRING_CODES`] codes are pending.
-    Full,
 }
 
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -219,11 +217,13 @@ impl Store {
             tx.commit()?;
             return Ok(PairingCode::Pending);
         }
-        let all: i64 = tx.query_row("SELECT count(*) FROM telegram_pairing", [], |r| r.get(0))?;
-        if all >= MAX_PAIRING_CODES {
-            tx.commit()?;
-            return Ok(PairingCode::Full);
-        }
+        // Full: the oldest pending code gives way, so strangers can never use up the codes
+        // and keep a newcomer out (and the owner can always `covo telegram allow ID`).
+        tx.execute(
+            "DELETE FROM telegram_pairing WHERE code IN (SELECT code FROM telegram_pairing
+             ORDER BY expires_at ASC, rowid ASC LIMIT max(0, (SELECT count(*) FROM telegram_pairing) - ?1 + 1))",
+            [MAX_PAIRING_CODES],
+        )?;
         let code: String = (0..8)
             .map(|_| CODE_ALPHABET[fastrand::usize(..CODE_ALPHABET.len())] as char)
             .collect();
@@ -276,6 +276,20 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Lets Telegram user `user_id` in without a code (`covo telegram allow ID`); drops their
+    /// pending code.
+    pub fn telegram_allow(&self, user_id: i64, name: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO telegram_users (user_id, name, added_at) VALUES (?1, ?2, ?3)",
+            params![user_id, name, super::now_rfc3339()],
+        )?;
+        tx.execute("DELETE FROM telegram_pairing WHERE user_id = ?1", [user_id])?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Redeems a pairing code: its user is added and the code is gone. `None` when no live
@@ -395,16 +409,6 @@ mod tests {
             s.telegram_pairing_code(42, 42, "ann", 101, 600).unwrap(),
             PairingCode::Pending
         );
-        for u in 0..MAX_PAIRING_CODES - 1 {
-            assert!(matches!(
-                s.telegram_pairing_code(1000 + u, 1, "x", 100, 600).unwrap(),
-                PairingCode::New(_)
-            ));
-        }
-        assert_eq!(
-            s.telegram_pairing_code(7, 7, "late", 100, 600).unwrap(),
-            PairingCode::Full
-        );
         assert!(!s.telegram_paired(42).unwrap());
         assert_eq!(s.telegram_pair("WRONG123", 200).unwrap(), None);
         let lower = code.to_ascii_lowercase();
@@ -414,14 +418,44 @@ mod tests {
         );
         assert!(s.telegram_paired(42).unwrap());
         assert_eq!(s.telegram_pair(&code, 200).unwrap(), None, "one time");
-        // Expired codes make room.
-        assert!(matches!(
-            s.telegram_pairing_code(7, 7, "late", 10_000, 600).unwrap(),
-            PairingCode::New(_)
-        ));
         let PairingCode::New(old) = s.telegram_pairing_code(8, 8, "b", 10_000, 600).unwrap() else {
             panic!()
         };
         assert_eq!(s.telegram_pair(&old, 10_600).unwrap(), None, "expired");
+    }
+
+    /// Issue 24 defect 14: 16 strangers used up every code and a newcomer got none for an hour.
+    #[test]
+    fn strangers_cannot_use_up_the_pairing_codes() {
+        let s = Store::in_memory().unwrap();
+        let PairingCode::New(first) = s.telegram_pairing_code(1, 1, "first", 100, 3600).unwrap()
+        else {
+            panic!("a code")
+        };
+        for u in 0..40 {
+            assert!(matches!(
+                s.telegram_pairing_code(1000 + u, 1, "x", 100 + u, 3600)
+                    .unwrap(),
+                PairingCode::New(_)
+            ));
+        }
+        let n: i64 = s
+            .conn()
+            .query_row("SELECT count(*) FROM telegram_pairing", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, MAX_PAIRING_CODES, "the table stays bounded");
+        // The newcomer still gets a code and pairs with it; the oldest code gave way.
+        let PairingCode::New(code) = s.telegram_pairing_code(7, 7, "late", 200, 3600).unwrap()
+        else {
+            panic!("no code for the newcomer")
+        };
+        assert_eq!(
+            s.telegram_pair(&code, 300).unwrap(),
+            Some((7, "late".into()))
+        );
+        assert_eq!(s.telegram_pair(&first, 300).unwrap(), None);
+        // And the owner lets anyone in by id, whatever the codes.
+        s.telegram_allow(1, "first").unwrap();
+        assert!(s.telegram_paired(1).unwrap());
     }
 }

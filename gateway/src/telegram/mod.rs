@@ -66,13 +66,44 @@ pub const MAX_VOICE_BYTES: usize = 10 << 20;
 pub const POLL_LIMIT: u32 = 100;
 /// How long a pairing code stays valid.
 pub const PAIRING_TTL_SECS: i64 = 3600;
-/// Unknown users remembered as already refused (then the memory starts over).
+/// Unknown users remembered as already refused; beyond it the longest-remembered is forgotten
+/// (only that one could be refused a second time).
 pub const MAX_REFUSED: usize = 1024;
 /// How long a refusal to an unknown user is retried (429s and network errors).
 pub const REFUSAL_DEADLINE: Duration = Duration::from_secs(120);
 
 /// The unknown users already sent a refusal.
-type Refused = Arc<Mutex<HashSet<i64>>>;
+type Refused = Arc<Mutex<RefusedSet>>;
+
+/// The users already refused, at most [`MAX_REFUSED`], forgetting the oldest first.
+#[derive(Default)]
+struct RefusedSet {
+    set: HashSet<i64>,
+    order: std::collections::VecDeque<i64>,
+}
+
+impl RefusedSet {
+    /// Remembers `user`; true when they were not remembered yet.
+    fn insert(&mut self, user: i64) -> bool {
+        if !self.set.insert(user) {
+            return false;
+        }
+        self.order.push_back(user);
+        while self.order.len() > MAX_REFUSED {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// Forgets `user` (their refusal could not be sent).
+    fn remove(&mut self, user: &i64) {
+        if self.set.remove(user) {
+            self.order.retain(|u| u != user);
+        }
+    }
+}
 
 /// Why the bot did not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +181,18 @@ fn display_name(user: &Value) -> String {
         text::clip(f, 64)
     } else {
         user["id"].to_string()
+    }
+}
+
+/// A user as log lines name them: the id first, then the username or, without one, the first
+/// name quoted and escaped, so a first name "@alice" never reads like the user @alice, and a
+/// name cannot forge a log line.
+fn log_user(user: &Value) -> String {
+    let id = user["id"].as_i64().unwrap_or(0);
+    match (user["username"].as_str(), user["first_name"].as_str()) {
+        (Some(u), _) => format!("id {id} (username @{u})"),
+        (None, Some(f)) => format!("id {id} (no username; first name {:?})", text::clip(f, 64)),
+        (None, None) => format!("id {id} (no username, no name)"),
     }
 }
 
@@ -312,7 +355,7 @@ async fn accept(
             blocking(&bot.rt, move |s| s.telegram_paired(user)).await?
         };
         if !allowed {
-            stranger(bot, tasks, refused, chat, user, &name).await;
+            stranger(bot, tasks, refused, chat, &m["from"], &name).await;
             continue;
         }
         let text = m["text"]
@@ -365,35 +408,28 @@ async fn stranger(
     tasks: &mut tokio::task::JoinSet<()>,
     refused: &Refused,
     chat: i64,
-    user: i64,
+    from: &Value,
     name: &str,
 ) {
-    let who = name.to_string();
+    let user = from["id"].as_i64().unwrap_or(0);
+    let who = log_user(from);
+    let stored = name.to_string();
     let code = blocking(&bot.rt, move |s| {
-        s.telegram_pairing_code(user, chat, &who, now_secs(), PAIRING_TTL_SECS)
+        s.telegram_pairing_code(user, chat, &stored, now_secs(), PAIRING_TTL_SECS)
     })
     .await;
     match code {
         Ok(PairingCode::New(code)) => tracing::warn!(
-            "Telegram user {name} (id {user}, chat {chat}) is not allowed; to let them in, run: covo telegram pair {code}  (valid for {} min)",
+            "Telegram user {who}, chat {chat}, is not allowed; to let them in, run: {}{code}  (valid for {} min), or: covo telegram allow {user}",
+            crate::secrets::PAIRING_HINT,
             PAIRING_TTL_SECS / 60
         ),
-        Ok(PairingCode::Pending) => {
-            tracing::warn!("Telegram user {name} (id {user}) is not allowed (a pairing code is already in the log)")
-        }
-        Ok(PairingCode::Full) => tracing::warn!(
-            "Telegram user {name} (id {user}) is not allowed; no pairing code: {} are pending",
-            crate::store::telegram::MAX_PAIRING_CODES
+        Ok(PairingCode::Pending) => tracing::warn!(
+            "Telegram user {who} is not allowed (a pairing code is already in the log; or: covo telegram allow {user})"
         ),
-        Err(e) => tracing::warn!(error = %e, "Telegram user {name} (id {user}) is not allowed; no pairing code"),
+        Err(e) => tracing::warn!(error = %e, "Telegram user {who} is not allowed; no pairing code (covo telegram allow {user} lets them in)"),
     }
-    let first = {
-        let mut r = lock(refused);
-        if r.len() >= MAX_REFUSED {
-            r.clear();
-        }
-        r.insert(user)
-    };
+    let first = lock(refused).insert(user);
     if first {
         let (api, refused) = (bot.api.clone(), refused.clone());
         tasks.spawn(async move {
@@ -1056,6 +1092,37 @@ async fn send_photo(bot: &Arc<Bot>, chat: i64, id: &str) {
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 24 defect 14: the memory was cleared when it reached its bound, so every stranger
+    /// seen before was refused again.
+    #[test]
+    fn the_refused_memory_forgets_only_its_oldest() {
+        let mut r = RefusedSet::default();
+        for u in 0..(MAX_REFUSED as i64 + 100) {
+            assert!(r.insert(u));
+        }
+        assert_eq!(r.set.len(), MAX_REFUSED);
+        assert_eq!(r.order.len(), MAX_REFUSED);
+        // The first 100 were forgotten, every later one is still refused.
+        assert!(r.insert(0));
+        for u in 200..(MAX_REFUSED as i64 + 100) {
+            assert!(!r.insert(u), "{u} refused twice");
+        }
+        r.remove(&500);
+        assert!(r.insert(500));
+    }
+
+    #[test]
+    fn log_lines_name_users_by_id_and_quote_names() {
+        let real = log_user(&json!({"id": 1, "username": "alice", "first_name": "Alice"}));
+        let fake = log_user(&json!({"id": 2, "first_name": "@alice"}));
+        let forged =
+            log_user(&json!({"id": 3, "first_name": "x\nTelegram user id 1 (username @alice)"}));
+        assert_eq!(real, "id 1 (username @alice)");
+        assert_eq!(fake, "id 2 (no username; first name \"@alice\")");
+        assert!(!forged.contains('\n'), "{forged}");
+        assert!(forged.starts_with("id 3 "), "{forged}");
+    }
     use super::*;
 
     #[test]

@@ -523,8 +523,11 @@ fn log_tail(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
             (path.display().to_string(), tail_file(cx, &path)?)
         }
     };
-    let kept: Vec<&str> = text
+    // Pairing codes never leave (whoever calls a tool must not pair themselves), and a grep
+    // sees only the masked line, so it cannot confirm a guessed code either.
+    let kept: Vec<String> = text
         .lines()
+        .map(|l| crate::secrets::mask_pairing_codes(l).into_owned())
         .filter(|l| filter.as_ref().is_none_or(|r| r.is_match(l)))
         .collect();
     let from = kept.len().saturating_sub(lines);

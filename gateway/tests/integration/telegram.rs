@@ -1081,3 +1081,75 @@ fn a_voice_message_is_transcribed_by_the_peer_and_answered() {
         [("telegram".to_string(), "ok".to_string())]
     );
 }
+
+/// Issue 24 defect 14: a stranger named "@alice" logged like the user @alice, and `log_tail`
+/// handed pairing codes to any tool caller; the owner can let anyone in by id.
+#[test]
+fn strangers_are_logged_by_id_log_tail_hides_codes_and_the_owner_allows_by_id() {
+    let fake = FakeBotApi::start(TOKEN);
+    let llm = ScriptedLlm::start(vec![Reply::text("Hello, Carol.")]);
+    let dir = tempfile::tempdir().unwrap();
+    let covo = Covo::start(dir.path(), &config(&fake, &[ANN], ""), &llm, TOKEN);
+    // A stranger whose first name is "@alice" and who has no username.
+    let mut m = text_message(CAROL, "@alice", "let me in");
+    m["message"]["from"]
+        .as_object_mut()
+        .unwrap()
+        .remove("username");
+    fake.push(m);
+    let line = covo
+        .wait_log("covo telegram pair ", LONG)
+        .expect("a pairing code in the log");
+    assert!(
+        line.contains(&format!("id {CAROL} (no username; first name \"@alice\")")),
+        "{line}"
+    );
+    assert!(!line.contains("user @alice"), "{line}");
+    assert!(
+        line.contains(&format!("covo telegram allow {CAROL}")),
+        "{line}"
+    );
+    let code = line
+        .split("covo telegram pair ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    // The service's log as log_tail reads it (a file under covo's home stands in for the
+    // journal): the line is there, its code is not, and a grep for the code finds nothing.
+    std::fs::write(dir.path().join("home/covo.log"), covo.log()).unwrap();
+    let file = dir.path().join("home/covo.log").display().to_string();
+    for args in [
+        json!({"file": file, "lines": 1000}),
+        json!({"file": file, "grep": code.clone()}),
+        json!({"file": file, "grep": "pair [A-Z0-9]{8}"}),
+    ] {
+        let out = base_command(dir.path())
+            .args(["tools", "call", "log_tail", &args.to_string()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains(&code), "log_tail returned the code: {text}");
+        if args.get("grep").is_none() {
+            assert!(text.contains("covo telegram pair ***"), "{text}");
+        }
+    }
+    // The owner lets Carol in by the id the log shows, without the code.
+    let out = base_command(dir.path())
+        .args(["telegram", "allow", &CAROL.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fake.push(text_message(CAROL, "@alice", "hello again"));
+    assert!(
+        fake.wait_text(CAROL, "Hello, Carol.", LONG),
+        "{:?}\n{}",
+        fake.texts_to(CAROL),
+        covo.log()
+    );
+}
