@@ -1,6 +1,6 @@
 //! The process's file-descriptor budget (`RLIMIT_NOFILE`). `covo run` raises its soft limit to
 //! the hard one at start (a distribution's default soft limit is often 1,024), and every
-//! listener holds far fewer connections than the budget ([`crate::listen`]), so a flood of
+//! listener holds far fewer connections than the budget (`listen.rs`), so a flood of
 //! sockets can never leave covo unable to open its database, a serial port or a file.
 
 use rustix::process::{getrlimit, setrlimit, Resource};

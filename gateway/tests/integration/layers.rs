@@ -16,7 +16,9 @@ const RANK: &[(&str, &[&str])] = &[
         &[
             "logging",
             "sd_notify",
+            "fds",
             "secrets",
+            "listen",
             "multipart",
             "schema",
             "config",
