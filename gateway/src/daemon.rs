@@ -760,7 +760,8 @@ fn start_chat(
         );
         return;
     };
-    // Finished turns are reaped first, so the counts below are of live ones.
+    // Finished turns are reaped here, so the set stays small and the counts below are of live
+    // ones.
     while turns.try_join_next().is_some() {}
     // The session's table entry and `agent` here hold one reference each, every queued or
     // running turn another.
@@ -801,8 +802,6 @@ fn start_chat(
             chat_turn(link, &t, &mut agent, session, &text, &token).await;
         }
     });
-    // Finished turns are reaped here, so the set stays small.
-    while turns.try_join_next().is_some() {}
 }
 
 async fn chat_turn(

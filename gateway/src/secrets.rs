@@ -49,6 +49,13 @@ pub fn mask_pairing_codes(line: &str) -> std::borrow::Cow<'_, str> {
 /// The fewest characters a dashboard or MCP token may have; a shorter one is refused at start.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
+/// The length of `token` in characters when it is shorter than [`MIN_TOKEN_CHARS`].
+pub fn short_token(token: Option<&str>) -> Option<usize> {
+    token
+        .map(|t| t.chars().count())
+        .filter(|&n| n < MIN_TOKEN_CHARS)
+}
+
 /// How long a wrong token waits before its answer, on every listener that takes one (the
 /// dashboard's login form, bearer header and cookie; the MCP endpoint's bearer header).
 pub const WRONG_TOKEN_DELAY: std::time::Duration = std::time::Duration::from_millis(250);

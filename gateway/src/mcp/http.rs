@@ -54,10 +54,7 @@ pub fn check_bind(bind: &str, token: Option<&str>) -> Result<SocketAddr, HttpErr
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(HttpError::NoToken(bind.into()));
     }
-    if let Some(n) = token
-        .map(|t| t.chars().count())
-        .filter(|&n| n < crate::secrets::MIN_TOKEN_CHARS)
-    {
+    if let Some(n) = crate::secrets::short_token(token) {
         return Err(HttpError::ShortToken(n));
     }
     Ok(addr)

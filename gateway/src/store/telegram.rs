@@ -283,11 +283,7 @@ impl Store {
     pub fn telegram_allow(&self, user_id: i64, name: &str) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = write_tx(&mut conn)?;
-        tx.execute(
-            "INSERT OR REPLACE INTO telegram_users (user_id, name, added_at) VALUES (?1, ?2, ?3)",
-            params![user_id, name, super::now_rfc3339()],
-        )?;
-        tx.execute("DELETE FROM telegram_pairing WHERE user_id = ?1", [user_id])?;
+        admit(&tx, user_id, name)?;
         tx.commit()?;
         Ok(())
     }
@@ -310,15 +306,21 @@ impl Store {
             )
             .optional()?;
         if let Some((user, name)) = &found {
-            tx.execute(
-                "INSERT OR REPLACE INTO telegram_users (user_id, name, added_at) VALUES (?1, ?2, ?3)",
-                params![user, name, super::now_rfc3339()],
-            )?;
-            tx.execute("DELETE FROM telegram_pairing WHERE user_id = ?1", [user])?;
+            admit(&tx, *user, name)?;
         }
         tx.commit()?;
         Ok(found)
     }
+}
+
+/// Adds a Telegram user to the allowed ones and drops their pending pairing code.
+fn admit(tx: &rusqlite::Transaction<'_>, user_id: i64, name: &str) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT OR REPLACE INTO telegram_users (user_id, name, added_at) VALUES (?1, ?2, ?3)",
+        params![user_id, name, super::now_rfc3339()],
+    )?;
+    tx.execute("DELETE FROM telegram_pairing WHERE user_id = ?1", [user_id])?;
+    Ok(())
 }
 
 #[cfg(test)]

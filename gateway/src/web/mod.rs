@@ -184,11 +184,7 @@ impl Settings {
         if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(WebError::EmptyToken);
         }
-        if let Some(n) = token
-            .as_deref()
-            .map(|t| t.chars().count())
-            .filter(|&n| n < crate::secrets::MIN_TOKEN_CHARS)
-        {
+        if let Some(n) = crate::secrets::short_token(token.as_deref()) {
             return Err(WebError::ShortToken(n));
         }
         if token.is_none() && !addr.ip().is_loopback() {

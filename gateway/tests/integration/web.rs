@@ -209,6 +209,16 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
+/// A client that connects from 127.0.0.`last`: another address on the same machine.
+fn client_from(last: u8) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(std::net::IpAddr::from([127, 0, 0, last]))
+        .build()
+        .unwrap()
+}
+
 /// Reads a live event stream until an event named `name` whose data satisfies `want`.
 async fn next_event(
     r: &mut reqwest::Response,
@@ -468,20 +478,14 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
         let v: Value = r.json_value().await;
         assert_eq!(v["error"]["kind"], "busy");
         assert!(v["error"]["message"].as_str().unwrap().contains("this address"), "{v}");
-        let from = |last: u8| {
-            reqwest::Client::builder()
-                .local_address(std::net::IpAddr::from([127, 0, 0, last]))
-                .build()
-                .unwrap()
-        };
-        let mut s2 = from(2)
+        let mut s2 = client_from(2)
             .get(d.url("/api/events"))
             .header("authorization", &bearer)
             .send()
             .await
             .unwrap();
         assert_eq!(s2.status(), 200);
-        let r = from(3)
+        let r = client_from(3)
             .get(d.url("/api/events"))
             .header("authorization", &bearer)
             .send()
@@ -544,7 +548,7 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
         drop(s2);
         let end = Instant::now() + Duration::from_secs(10);
         loop {
-            let r = from(2)
+            let r = client_from(2)
                 .get(d.url("/api/events"))
                 .header("authorization", &bearer)
                 .send()
@@ -806,10 +810,7 @@ fn floods_of_idle_slowloris_and_streaming_connections_do_not_keep_a_client_out()
     let per_client = covo::web::streams_per_client(covo::web::DEFAULT_MAX_STREAMS);
     let http = client();
     // A second client address on loopback: the legitimate page.
-    let page = reqwest::Client::builder()
-        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
-        .build()
-        .unwrap();
+    let page = client_from(2);
     rt().block_on(async {
         let board = |c: reqwest::Client| {
             let url = d.url("/api/board");
@@ -1277,10 +1278,7 @@ fn wrong_tokens_are_slowed_alike_on_every_path_and_the_right_one_is_not() {
 fn one_address_guessing_does_not_slow_another_addresses_mistyped_token() {
     let d = Daemon::start("token = \"a-long-enough-token-0123\"", None);
     let http = client();
-    let other = reqwest::Client::builder()
-        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
-        .build()
-        .unwrap();
+    let other = client_from(2);
     rt().block_on(async {
         // 16 guesses at once from 127.0.0.1, half as bearer tokens and half through the form.
         let guesses: u32 = 16;
