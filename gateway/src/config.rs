@@ -91,14 +91,36 @@ pub struct LlmConfig {
     pub model: Option<String>,
     /// API key (prefer the environment).
     pub api_key: Option<String>,
-    /// Whole-request timeout in seconds (default 120).
+    /// The most one model call may take, seconds, streamed or not (default 600).
     pub timeout_secs: Option<u64>,
+    /// The longest silence while waiting for the answer's first byte or its next streamed chunk,
+    /// seconds (default 180: a cold prompt on a Pi-class CPU takes minutes).
+    pub idle_timeout_secs: Option<u64>,
     /// Retries on 429/5xx and connection errors (default 3).
     pub max_retries: Option<u32>,
     /// First retry backoff in milliseconds (default 500), doubled per retry.
     pub retry_base_ms: Option<u64>,
-    /// Output token limit per call (default 4096).
+    /// Output token limit per call, sent on every provider (default 4096).
     pub max_tokens: Option<u32>,
+    /// How tools reach the model and calls come back (default `auto`).
+    pub tool_calls: Option<ToolCallMode>,
+}
+
+/// How tools reach the model and how its calls come back (`[llm] tool_calls`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallMode {
+    /// `native`, unless the server turns out to drop the tools: then `constrained` on a
+    /// llama.cpp server and `text` elsewhere.
+    #[default]
+    Auto,
+    /// The API's own `tools` and `tool_calls` fields.
+    Native,
+    /// The tools in the system prompt and the reply held to a JSON schema (llama.cpp's grammar,
+    /// Ollama's `format`): an answer, or one call to a tool sent this turn with valid arguments.
+    Constrained,
+    /// The tools in the system prompt; calls read back from the text (`<tool_call>` and the like).
+    Text,
 }
 
 /// The provider wire format.
@@ -124,6 +146,9 @@ pub struct AgentConfig {
     /// The most a conversation's history may hold before a turn, in estimated tokens (about
     /// four bytes each; default 12,000). Older exchanges are dropped whole, oldest first.
     pub history_tokens: Option<usize>,
+    /// Tool calls per turn that may fail validation (unknown tool, unreadable or invalid
+    /// arguments) and go back to the model to be fixed; one more ends the turn (default 3).
+    pub max_repairs: Option<usize>,
 }
 
 /// The MQTT link to the cloud peer (`[mqtt]`). Without this section nothing connects.

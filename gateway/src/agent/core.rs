@@ -51,6 +51,24 @@ pub struct Turn {
     max_steps: usize,
     pending: Vec<ToolCall>,
     text_calls: usize,
+    repairs: usize,
+    max_repairs: usize,
+}
+
+/// Tool calls per turn that may fail validation and go back to the model, unless configured.
+pub const DEFAULT_MAX_REPAIRS: usize = 3;
+
+/// Whether a result is a call the model got wrong (no such tool, unreadable or invalid
+/// arguments): the kind of error it is asked to repair.
+fn is_bad_call(r: &ToolResult) -> bool {
+    if !r.is_error {
+        return false;
+    }
+    let v: serde_json::Value = serde_json::from_str(&r.content).unwrap_or_default();
+    matches!(
+        v["error"]["kind"].as_str(),
+        Some("unknown_tool" | "malformed_json" | "invalid_arguments")
+    )
 }
 
 impl Turn {
@@ -61,7 +79,15 @@ impl Turn {
             max_steps: max_steps.max(1),
             pending: Vec::new(),
             text_calls: 0,
+            repairs: 0,
+            max_repairs: DEFAULT_MAX_REPAIRS,
         }
+    }
+
+    /// Sets how many bad calls (see [`Turn::on_tool_results`]) the turn sends back to the model.
+    pub fn with_max_repairs(mut self, n: usize) -> Turn {
+        self.max_repairs = n;
+        self
     }
 
     /// Model calls made so far.
@@ -111,13 +137,25 @@ impl Turn {
     }
 
     /// Takes the results of the pending calls (any order; missing ones are filled in as errors)
-    /// and asks for the next model call, unless the budget is spent.
+    /// and asks for the next model call, unless the budget is spent. Bad calls (an unknown tool,
+    /// arguments that are not JSON or fail the schema) go back to the model with their error to
+    /// be fixed, `max_repairs` of them per turn; one more ends the turn, so a model that cannot
+    /// write a valid call does not spend the whole step budget trying.
     pub fn on_tool_results(
         &mut self,
         history: &mut Vec<Message>,
         results: Vec<ToolResult>,
     ) -> Action {
+        self.repairs += results.iter().filter(|r| is_bad_call(r)).count();
         self.record(history, results, "no result was produced");
+        if self.repairs > self.max_repairs {
+            return Action::Finish(Outcome::Failed(format!(
+                "the model made {} tool calls that failed validation in this turn (at most {} \
+                 are sent back to be fixed; [agent] max_repairs); a larger model, or \
+                 [llm] tool_calls = \"constrained\", may do better",
+                self.repairs, self.max_repairs
+            )));
+        }
         self.call_model()
     }
 
@@ -268,6 +306,51 @@ mod tests {
             .collect();
         assert_eq!(results.len(), 2);
         assert!(results.iter().all(|(c, e)| *e && c.contains("cancelled")));
+    }
+
+    #[test]
+    fn bad_calls_go_back_to_be_fixed_a_bounded_number_of_times() {
+        let bad = |id: &str| ToolResult {
+            call_id: id.into(),
+            content: json!({"error": {"kind": "invalid_arguments", "message": "pin: expected an integer"}})
+                .to_string(),
+            is_error: true,
+        };
+        let refused = |id: &str| ToolResult {
+            call_id: id.into(),
+            content: json!({"error": {"kind": "policy_refused", "message": "no"}}).to_string(),
+            is_error: true,
+        };
+        let mut h = Vec::new();
+        let mut t = Turn::new(16).with_max_repairs(2);
+        t.start(&mut h, "go");
+        // Two bad calls: both go back to the model.
+        t.on_model_response(&mut h, calls(&["x"]));
+        assert_eq!(t.on_tool_results(&mut h, vec![bad("c0")]), Action::CallModel);
+        t.on_model_response(&mut h, calls(&["x"]));
+        assert_eq!(t.on_tool_results(&mut h, vec![bad("c0")]), Action::CallModel);
+        // Other errors and successes do not count.
+        t.on_model_response(&mut h, calls(&["x", "y"]));
+        assert_eq!(
+            t.on_tool_results(&mut h, vec![refused("c0"), ok("c1")]),
+            Action::CallModel
+        );
+        // The third ends the turn, with every call answered in the history.
+        t.on_model_response(&mut h, calls(&["x"]));
+        let a = t.on_tool_results(&mut h, vec![bad("c0")]);
+        let Action::Finish(Outcome::Failed(m)) = a else {
+            panic!("{a:?}")
+        };
+        assert!(m.contains("3 tool calls that failed validation"), "{m}");
+        let calls_made = h
+            .iter()
+            .map(|m| match m {
+                Message::Assistant { tool_calls, .. } => tool_calls.len(),
+                _ => 0,
+            })
+            .sum::<usize>();
+        let results = h.iter().filter(|m| matches!(m, Message::ToolResult { .. })).count();
+        assert_eq!(calls_made, results);
     }
 
     #[test]

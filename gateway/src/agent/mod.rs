@@ -108,6 +108,7 @@ pub struct Agent {
     max_steps: usize,
     persist: bool,
     history_tokens: usize,
+    max_repairs: usize,
     dropped: usize,
     via: Via,
 }
@@ -122,6 +123,7 @@ impl Agent {
             .unwrap_or_else(|| SYSTEM_PROMPT.to_string());
         let max_steps = cfg.max_steps.unwrap_or(DEFAULT_MAX_STEPS);
         let history_tokens = cfg.history_tokens.unwrap_or(DEFAULT_HISTORY_TOKENS);
+        let max_repairs = cfg.max_repairs.unwrap_or(core::DEFAULT_MAX_REPAIRS);
         Agent {
             rt,
             model,
@@ -131,6 +133,7 @@ impl Agent {
             max_steps,
             persist: true,
             history_tokens,
+            max_repairs,
             dropped: 0,
             via: Via::Direct,
         }
@@ -213,10 +216,11 @@ impl Agent {
     ) -> TurnReport {
         let mut usage = Usage::default();
         let mut tool_calls = 0;
-        let mut turn = Turn::new(self.max_steps);
+        let mut turn = Turn::new(self.max_steps).with_max_repairs(self.max_repairs);
         self.persist("user", user).await;
         let incoming = estimate_tokens(&Message::User(user.to_string()));
-        let dropped = trim_history(&mut self.history, self.history_tokens, incoming);
+        // Room is kept for the note about dropped messages (below), about 30 tokens.
+        let dropped = trim_history(&mut self.history, self.history_tokens, incoming + 32);
         if dropped > 0 {
             self.dropped += dropped;
             tracing::info!(
@@ -225,15 +229,22 @@ impl Agent {
                 "older messages dropped to keep the history within its token budget"
             );
         }
-        let system = if self.dropped > 0 {
-            format!(
-                "{}\n\n({} earlier messages of this conversation were dropped to fit the context; \
-                 the whole conversation is in the store.)",
-                self.system, self.dropped
-            )
-        } else {
-            self.system.clone()
-        };
+        // The system prompt never changes within a conversation, so with the tools after it
+        // it is a byte-stable prefix that a server's prompt cache keeps from turn to turn. The
+        // note about dropped messages rides on the oldest message that remains instead.
+        let system = self.system.clone();
+        let mut first = user.to_string();
+        if dropped > 0 {
+            let note = format!(
+                "({} earlier messages of this conversation were dropped to fit the context; \
+                 the whole conversation is in the store.)\n\n",
+                self.dropped
+            );
+            match self.history.first_mut() {
+                Some(Message::User(t)) => t.insert_str(0, &note),
+                _ => first.insert_str(0, &note),
+            }
+        }
         let Some(model) = self.model.clone() else {
             self.history.push(Message::User(user.to_string()));
             return TurnReport {
@@ -243,7 +254,7 @@ impl Agent {
                 tool_calls,
             };
         };
-        let mut action = turn.start(&mut self.history, user);
+        let mut action = turn.start(&mut self.history, &first);
         loop {
             action = match action {
                 Action::CallModel => {
@@ -403,9 +414,12 @@ pub const NO_MODEL: &str = concat!(
 
 fn dispatch(rt: &Runtime, session: &Session, via: Via, c: &ToolCall) -> Result<String, CallError> {
     if c.name.is_empty() {
+        let shown: String = c.arguments.chars().take(200).collect();
         return Err(ToolError::MalformedJson {
             tool: String::new(),
-            detail: format!("could not read a tool call from: {}", c.arguments),
+            detail: format!(
+                "this call names no tool (it carried: {shown:?}); call again with a tool's name and JSON arguments"
+            ),
         }
         .into());
     }

@@ -6,15 +6,18 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod prompted;
 
 use crate::config::LlmConfig;
-pub use crate::config::ProviderKind;
+pub use crate::config::{ProviderKind, ToolCallMode};
+pub use prompted::Wire;
 use crate::secrets::{http_error, redact_url, redact_urls_in};
 use covo_core::spec::ToolSpec;
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// A tool call the model asked for. `arguments` is the raw JSON text, valid or not.
@@ -155,6 +158,15 @@ pub enum LlmError {
         /// The cause.
         detail: String,
     },
+    /// The server went quiet for longer than `idle_timeout_secs`, or the whole call took longer
+    /// than `timeout_secs`. Not retried: a slow local model would only be asked again.
+    #[error("the model at {url} {detail}; nothing from this answer was used")]
+    Timeout {
+        /// The endpoint.
+        url: String,
+        /// Which limit, and how long.
+        detail: String,
+    },
     /// The provider answered 200 with something that is not a usable answer: an empty body,
     /// no or malformed `choices` (OpenAI), malformed `content` (Anthropic), a broken stream.
     #[error("the model provider at {url} sent a malformed response: {detail}")]
@@ -207,6 +219,12 @@ pub trait ChatModel: Send + Sync {
 
     /// A short description for the user: provider, model, endpoint.
     fn describe(&self) -> String;
+
+    /// How tools travel to this model now, and why when it is not what was configured (for
+    /// `covo doctor`). `None` for models that have no such choice.
+    fn tool_wire(&self) -> Option<(Wire, Option<String>)> {
+        None
+    }
 }
 
 /// A fully resolved provider configuration. Its `Debug` shows the base URL redacted and never
@@ -221,14 +239,18 @@ pub struct Provider {
     pub model: String,
     /// The API key, if any (Ollama and llama.cpp need none).
     pub api_key: Option<String>,
-    /// Whole-request timeout.
+    /// The most one call may take.
     pub timeout: Duration,
+    /// The longest wait for the first byte or the next streamed chunk.
+    pub idle_timeout: Duration,
     /// Retries after the first attempt on 429/5xx and connection errors.
     pub max_retries: u32,
     /// The first backoff; doubled per retry, with jitter, unless the server sends Retry-After.
     pub retry_base: Duration,
-    /// Output token limit (Anthropic requires one).
+    /// Output token limit, sent on every provider.
     pub max_tokens: u32,
+    /// How tools reach the model.
+    pub tool_calls: ToolCallMode,
 }
 
 impl std::fmt::Debug for Provider {
@@ -242,9 +264,11 @@ impl std::fmt::Debug for Provider {
                 &self.api_key.as_ref().map(|_| crate::secrets::MASK),
             )
             .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_base", &self.retry_base)
             .field("max_tokens", &self.max_tokens)
+            .field("tool_calls", &self.tool_calls)
             .finish()
     }
 }
@@ -252,7 +276,7 @@ impl std::fmt::Debug for Provider {
 impl Provider {
     /// Resolves the provider from config and the environment (`COVO_LLM_PROVIDER`,
     /// `COVO_LLM_BASE_URL`, `COVO_LLM_MODEL`, `COVO_LLM_API_KEY`, then `OPENAI_API_KEY` /
-    /// `ANTHROPIC_API_KEY`). `None` when no model is configured.
+    /// `ANTHROPIC_API_KEY`, and `COVO_LLM_TOOL_CALLS`). `None` when no model is configured.
     pub fn resolve(cfg: &LlmConfig, env: &dyn Fn(&str) -> Option<String>) -> Option<Provider> {
         let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         let kind = match get("COVO_LLM_PROVIDER").as_deref() {
@@ -279,10 +303,18 @@ impl Provider {
             base_url: base_url.trim_end_matches('/').to_string(),
             model,
             api_key,
-            timeout: Duration::from_secs(cfg.timeout_secs.unwrap_or(120)),
+            timeout: Duration::from_secs(cfg.timeout_secs.unwrap_or(600).max(1)),
+            idle_timeout: Duration::from_secs(cfg.idle_timeout_secs.unwrap_or(180).max(1)),
             max_retries: cfg.max_retries.unwrap_or(3),
             retry_base: Duration::from_millis(cfg.retry_base_ms.unwrap_or(500)),
-            max_tokens: cfg.max_tokens.unwrap_or(4096),
+            max_tokens: cfg.max_tokens.unwrap_or(4096).max(1),
+            tool_calls: match get("COVO_LLM_TOOL_CALLS").as_deref() {
+                Some("native") => ToolCallMode::Native,
+                Some("constrained") => ToolCallMode::Constrained,
+                Some("text") => ToolCallMode::Text,
+                Some(_) => ToolCallMode::Auto,
+                None => cfg.tool_calls.unwrap_or_default(),
+            },
         })
     }
 
@@ -292,20 +324,75 @@ impl Provider {
             ProviderKind::Anthropic => format!("{}/v1/messages", self.base_url),
         }
     }
+
+    /// The server's root: the base URL without its `/v1` (where llama.cpp serves `/props` and
+    /// `/apply-template`).
+    fn root(&self) -> &str {
+        self.base_url
+            .strip_suffix("/v1")
+            .unwrap_or(&self.base_url)
+    }
+
+    /// The field that carries the output limit: OpenAI's own API wants `max_completion_tokens`
+    /// (its reasoning models refuse `max_tokens`); every other OpenAI-compatible server reads
+    /// `max_tokens`.
+    fn max_tokens_key(&self) -> &'static str {
+        if self.base_url.contains("://api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        }
+    }
+
+    /// The way tools travel before anything is known about the server.
+    fn initial_wire(&self) -> Wire {
+        match (self.tool_calls, self.kind) {
+            (ToolCallMode::Text, _) => Wire::Text,
+            // Anthropic has no response schema: the tools go into the prompt as text.
+            (ToolCallMode::Constrained, ProviderKind::Anthropic) => Wire::Text,
+            (ToolCallMode::Constrained, ProviderKind::Openai) => Wire::Constrained,
+            (ToolCallMode::Native | ToolCallMode::Auto, _) => Wire::Native,
+        }
+    }
+}
+
+/// What the client has learnt about how tools travel to its server.
+#[derive(Debug)]
+struct WireState {
+    wire: Wire,
+    /// Why `wire` is not what the configuration alone gives.
+    reason: Option<String>,
+    /// Whether `auto` has asked the server (llama.cpp's `/apply-template`) yet.
+    probed: bool,
+    /// Calls made in `constrained` mode, for their ids.
+    calls: u64,
+}
+
+/// Whether a prompt of `prompt_tokens` can have held `tools`: a server that dropped the tools
+/// reports about the size of the conversation alone. Tool JSON runs at 3 to 5 bytes a token;
+/// fewer than one token per 12 bytes of it means the tools were not in the prompt.
+pub fn tools_dropped(prompt_tokens: u64, tools: &[&'static ToolSpec]) -> bool {
+    if tools.is_empty() || prompt_tokens == 0 {
+        return false;
+    }
+    let bytes = covo_core::plan::render(tools, covo_core::plan::Format::Openai)
+        .to_string()
+        .len() as u64;
+    prompt_tokens * 12 < bytes
 }
 
 /// An HTTP chat client for one provider.
 pub struct HttpModel {
     http: reqwest::Client,
     provider: Provider,
+    wire: Mutex<WireState>,
 }
 
 impl HttpModel {
-    /// A client with the provider's timeout. Installs the ring TLS provider once per process.
+    /// A client for the provider. Installs the ring TLS provider once per process.
     pub fn new(provider: Provider) -> Result<HttpModel, LlmError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
-            .timeout(provider.timeout)
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true)
             .build()
@@ -313,7 +400,86 @@ impl HttpModel {
                 url: redact_url(&provider.base_url),
                 detail: http_error(e),
             })?;
-        Ok(HttpModel { http, provider })
+        let wire = Mutex::new(WireState {
+            wire: provider.initial_wire(),
+            reason: None,
+            probed: provider.tool_calls != ToolCallMode::Auto
+                || provider.kind != ProviderKind::Openai,
+            calls: 0,
+        });
+        Ok(HttpModel {
+            http,
+            provider,
+            wire,
+        })
+    }
+
+    fn wire_state(&self) -> std::sync::MutexGuard<'_, WireState> {
+        self.wire.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes how tools travel (under `auto`), saying so in the log.
+    fn switch_wire(&self, wire: Wire, reason: String) {
+        let mut st = self.wire_state();
+        if st.wire != wire {
+            tracing::warn!(
+                model = %self.provider.model,
+                from = st.wire.name(),
+                to = wire.name(),
+                %reason,
+                "tool calls switched"
+            );
+            st.wire = wire;
+            st.reason = Some(reason);
+        }
+    }
+
+    /// Under `auto`, once: asks a llama.cpp server to render a prompt with one tool
+    /// (`/apply-template`). A template that leaves the tool out, or a server that refuses tools
+    /// (no `--jinja`), means the model would never see them: the tools go into the prompt with
+    /// the reply held to their schemas (`constrained`). Any other answer (Ollama, a hosted API,
+    /// a 404) leaves `native`, and the usage check after each call stays on guard.
+    async fn probe(&self, tools: &[&'static ToolSpec]) {
+        {
+            let mut st = self.wire_state();
+            if st.probed || tools.is_empty() {
+                return;
+            }
+            st.probed = true;
+        }
+        let p = &self.provider;
+        let tool = tools[0];
+        let body = serde_json::json!({
+            "messages": [{"role": "user", "content": "hello"}],
+            "tools": covo_core::plan::render(&[tool], covo_core::plan::Format::Openai),
+        });
+        let mut req = self
+            .http
+            .post(format!("{}/apply-template", p.root()))
+            .json(&body);
+        if let Some(k) = &p.api_key {
+            req = req.bearer_auth(k);
+        }
+        let Ok(Ok(resp)) = tokio::time::timeout(Duration::from_secs(10), req.send()).await else {
+            return;
+        };
+        let status = resp.status().as_u16();
+        let Ok(Ok(text)) = tokio::time::timeout(Duration::from_secs(10), resp.text()).await else {
+            return;
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let reason = match (status, v["prompt"].as_str()) {
+            (200, Some(prompt)) if !prompt.contains(tool.name) => {
+                "the server's chat template leaves the tools out (llama.cpp /apply-template)"
+                    .to_string()
+            }
+            (400..=599, _) if text.contains("jinja") => format!(
+                "the server refuses tools: {}",
+                error_message(&text, p.api_key.as_deref())
+            ),
+            _ => return,
+        };
+        self.switch_wire(Wire::Constrained, reason);
     }
 
     /// The resolved provider.
@@ -356,7 +522,11 @@ impl HttpModel {
                     }
                 }
             };
-            let (retry, err) = match req.send().await {
+            let sent = match tokio::time::timeout(p.idle_timeout, req.send()).await {
+                Ok(sent) => sent,
+                Err(_) => return Err(self.idle(&shown)),
+            };
+            let (retry, err) = match sent {
                 Ok(resp) if resp.status().is_success() => return Ok(resp),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
@@ -448,6 +618,201 @@ fn classify(p: &Provider, url: &str, status: u16, body: &str) -> LlmError {
     }
 }
 
+impl HttpModel {
+    fn idle(&self, url: &str) -> LlmError {
+        LlmError::Timeout {
+            url: url.to_string(),
+            detail: format!(
+                "sent nothing for {} s (idle_timeout_secs)",
+                self.provider.idle_timeout.as_secs()
+            ),
+        }
+    }
+
+    /// One call, with the usage check: under `auto`, an answer whose prompt cannot have held
+    /// the tools means the server dropped them. Tools then go into the prompt (`text`) and the
+    /// call is made again; its answer is the one used.
+    async fn chat_checked(
+        &self,
+        req: ChatRequest<'_>,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let p = &self.provider;
+        if p.tool_calls == ToolCallMode::Auto && p.kind == ProviderKind::Openai {
+            self.probe(req.tools).await;
+        }
+        let wire = self.wire_state().wire;
+        let r = self.chat_as(wire, req, on_text).await?;
+        if wire != Wire::Native || !tools_dropped(r.usage.input_tokens, req.tools) {
+            return Ok(r);
+        }
+        let reason = format!(
+            "the server counted {} prompt tokens for a request carrying {} tools: it dropped them",
+            r.usage.input_tokens,
+            req.tools.len()
+        );
+        if p.tool_calls != ToolCallMode::Auto {
+            tracing::warn!(model = %p.model, %reason, "set [llm] tool_calls = \"text\" or \"constrained\"");
+            return Ok(r);
+        }
+        self.switch_wire(Wire::Text, reason);
+        let mut again = self.chat_as(Wire::Text, req, on_text).await?;
+        again.usage += r.usage;
+        Ok(again)
+    }
+
+    /// One call with the tools sent as `wire` says.
+    async fn chat_as(
+        &self,
+        wire: Wire,
+        req: ChatRequest<'_>,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let p = &self.provider;
+        let prompted = wire != Wire::Native && !req.tools.is_empty();
+        let rewritten = prompted.then(|| prompted::rewrite(&req, wire));
+        let sent = match &rewritten {
+            Some((system, messages)) => ChatRequest {
+                system,
+                messages,
+                tools: &[],
+            },
+            None => req,
+        };
+        let mut body = match p.kind {
+            ProviderKind::Openai => {
+                let mut b = openai::request_body(&p.model, &sent, true);
+                b[p.max_tokens_key()] = serde_json::json!(p.max_tokens);
+                b
+            }
+            ProviderKind::Anthropic => anthropic::request_body(&p.model, p.max_tokens, &sent, true),
+        };
+        let constrained = prompted && wire == Wire::Constrained;
+        if !constrained {
+            return self.exchange(&body, on_text).await;
+        }
+        body["response_format"] = prompted::response_format(req.tools);
+        // The reply is JSON: the user sees the answer inside it, not the JSON.
+        let mut r = self.exchange(&body, &mut |_: &str| {}).await?;
+        if r.tool_calls.is_empty() {
+            let id = {
+                let mut st = self.wire_state();
+                st.calls += 1;
+                format!("cc_{}", st.calls)
+            };
+            let (text, calls) = prompted::read_reply(&r.text, id);
+            if !calls.is_empty() {
+                r.stop = StopReason::ToolUse;
+            }
+            (r.text, r.tool_calls) = (text, calls);
+        }
+        if !r.text.is_empty() {
+            on_text(&r.text);
+        }
+        Ok(r)
+    }
+
+    /// Sends one request body and reads its answer, streamed or whole. Each wait for the server
+    /// (its headers, the whole body, the next chunk) is bounded by the idle timeout.
+    async fn exchange(
+        &self,
+        body: &serde_json::Value,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let p = &self.provider;
+        let resp = self.send(body).await?;
+        let url = redact_url(&p.url());
+        let malformed = |detail: String| LlmError::Malformed {
+            url: url.clone(),
+            detail,
+        };
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            // Some servers ignore `stream: true`; accept a plain JSON answer too.
+            let text = match tokio::time::timeout(p.idle_timeout, resp.text()).await {
+                Err(_) => return Err(self.idle(&url)),
+                Ok(t) => t.map_err(|e| LlmError::Transport {
+                    url: url.clone(),
+                    detail: http_error(e),
+                })?,
+            };
+            if text.trim().is_empty() {
+                return Err(malformed("the response body is empty".into()));
+            }
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| malformed(format!("the body is not JSON: {e}")))?;
+            let r = match p.kind {
+                ProviderKind::Openai => openai::parse_response(&v),
+                ProviderKind::Anthropic => anthropic::parse_response(&v),
+            }
+            .map_err(malformed)?;
+            if !r.text.is_empty() {
+                on_text(&r.text);
+            }
+            return Ok(r);
+        }
+        let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
+        let mut oa = openai::StreamAssembler::default();
+        let mut an = anthropic::StreamAssembler::default();
+        let mut seen = 0usize;
+        loop {
+            let ev = match tokio::time::timeout(p.idle_timeout, events.next()).await {
+                Err(_) => return Err(self.idle(&url)),
+                Ok(None) => break,
+                Ok(Some(ev)) => ev,
+            };
+            let ev = ev.map_err(|e| LlmError::Transport {
+                url: url.clone(),
+                detail: match e {
+                    eventsource_stream::EventStreamError::Transport(e) => http_error(e),
+                    other => redact_urls_in(&other.to_string()),
+                },
+            })?;
+            seen += 1;
+            let delta = match p.kind {
+                ProviderKind::Openai => {
+                    let d = oa.push(&ev.data).map_err(malformed)?;
+                    if oa.is_done() {
+                        break;
+                    }
+                    d
+                }
+                ProviderKind::Anthropic => {
+                    let d = an.push(&ev.event, &ev.data).map_err(malformed)?;
+                    if an.finished() {
+                        if let Some(t) = d {
+                            on_text(&t);
+                        }
+                        break;
+                    }
+                    d
+                }
+            };
+            if let Some(t) = delta {
+                on_text(&t);
+            }
+        }
+        if seen == 0 {
+            return Err(malformed("the response stream is empty".into()));
+        }
+        match p.kind {
+            ProviderKind::Openai => oa.finish(),
+            ProviderKind::Anthropic => an.finish(),
+        }
+        .map_err(|u| match u {
+            Unusable::Malformed(detail) => malformed(detail),
+            Unusable::Truncated(detail) => LlmError::Truncated {
+                url: url.clone(),
+                detail,
+            },
+        })
+    }
+}
+
 impl ChatModel for HttpModel {
     fn chat<'a>(
         &'a self,
@@ -455,97 +820,23 @@ impl ChatModel for HttpModel {
         on_text: OnText<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let p = &self.provider;
-            let url = p.url();
-            let body = match p.kind {
-                ProviderKind::Openai => openai::request_body(&p.model, &req, true),
-                ProviderKind::Anthropic => {
-                    anthropic::request_body(&p.model, p.max_tokens, &req, true)
-                }
-            };
-            let resp = self.send(&body).await?;
-            let url = redact_url(&url);
-            let malformed = |detail: String| LlmError::Malformed {
-                url: url.clone(),
-                detail,
-            };
-            let is_sse = resp
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-            if !is_sse {
-                // Some servers ignore `stream: true`; accept a plain JSON answer too.
-                let text = resp.text().await.map_err(|e| LlmError::Transport {
-                    url: url.clone(),
-                    detail: http_error(e),
-                })?;
-                if text.trim().is_empty() {
-                    return Err(malformed("the response body is empty".into()));
-                }
-                let v: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| malformed(format!("the body is not JSON: {e}")))?;
-                let r = match p.kind {
-                    ProviderKind::Openai => openai::parse_response(&v),
-                    ProviderKind::Anthropic => anthropic::parse_response(&v),
-                }
-                .map_err(malformed)?;
-                if !r.text.is_empty() {
-                    on_text(&r.text);
-                }
-                return Ok(r);
+            let total = self.provider.timeout;
+            match tokio::time::timeout(total, self.chat_checked(req, on_text)).await {
+                Ok(r) => r,
+                Err(_) => Err(LlmError::Timeout {
+                    url: redact_url(&self.provider.url()),
+                    detail: format!(
+                        "took longer than {} s in all (timeout_secs)",
+                        total.as_secs()
+                    ),
+                }),
             }
-            let mut events = eventsource_stream::Eventsource::eventsource(resp.bytes_stream());
-            let mut oa = openai::StreamAssembler::default();
-            let mut an = anthropic::StreamAssembler::default();
-            let mut seen = 0usize;
-            while let Some(ev) = events.next().await {
-                let ev = ev.map_err(|e| LlmError::Transport {
-                    url: url.clone(),
-                    detail: match e {
-                        eventsource_stream::EventStreamError::Transport(e) => http_error(e),
-                        other => redact_urls_in(&other.to_string()),
-                    },
-                })?;
-                seen += 1;
-                let delta = match p.kind {
-                    ProviderKind::Openai => {
-                        let d = oa.push(&ev.data).map_err(malformed)?;
-                        if oa.is_done() {
-                            break;
-                        }
-                        d
-                    }
-                    ProviderKind::Anthropic => {
-                        let d = an.push(&ev.event, &ev.data).map_err(malformed)?;
-                        if an.finished() {
-                            if let Some(t) = d {
-                                on_text(&t);
-                            }
-                            break;
-                        }
-                        d
-                    }
-                };
-                if let Some(t) = delta {
-                    on_text(&t);
-                }
-            }
-            if seen == 0 {
-                return Err(malformed("the response stream is empty".into()));
-            }
-            match p.kind {
-                ProviderKind::Openai => oa.finish(),
-                ProviderKind::Anthropic => an.finish(),
-            }
-            .map_err(|u| match u {
-                Unusable::Malformed(detail) => malformed(detail),
-                Unusable::Truncated(detail) => LlmError::Truncated {
-                    url: url.clone(),
-                    detail,
-                },
-            })
         })
+    }
+
+    fn tool_wire(&self) -> Option<(Wire, Option<String>)> {
+        let st = self.wire_state();
+        Some((st.wire, st.reason.clone()))
     }
 
     fn describe(&self) -> String {

@@ -121,13 +121,11 @@ pub fn parse_response(v: &Value) -> Result<ChatResponse, String> {
     })
 }
 
-/// One entry of a whole response's `tool_calls`: an object whose `function` has a name.
+/// One entry of a whole response's `tool_calls`. A call with no function name is kept with an
+/// empty name: it is answered with an error the model can act on, and its siblings still run.
 fn whole_call(c: &Value, i: usize) -> Result<ToolCall, String> {
     let f = &c["function"];
-    let name = match f.get("name") {
-        Some(Value::String(n)) if !n.is_empty() => n.clone(),
-        _ => return Err(format!("tool call {i} has no function name: {}", short(c))),
-    };
+    let name = f["name"].as_str().unwrap_or_default().to_string();
     let arguments = match f.get("arguments") {
         Some(Value::String(s)) => s.clone(),
         None | Some(Value::Null) => String::new(),
@@ -269,8 +267,9 @@ impl StreamAssembler {
 
     /// The assembled response, once the stream has ended. A stream that ended with neither a
     /// `finish_reason` nor `[DONE]` was cut short: it is [`Unusable::Truncated`], and none of its
-    /// tool calls may run. A stream that never carried a choice, or a call with no name, is
-    /// [`Unusable::Malformed`].
+    /// tool calls may run. A stream that never carried a choice is [`Unusable::Malformed`]. A
+    /// call with no name stays in the list with an empty name: the agent answers it with an
+    /// error, and the calls beside it run.
     pub fn finish(self) -> Result<ChatResponse, Unusable> {
         if self.stop.is_none() && !self.done {
             return Err(Unusable::Truncated(
@@ -282,11 +281,6 @@ impl StreamAssembler {
         }
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for (i, c) in self.calls.into_values().enumerate() {
-            if c.name.is_empty() {
-                return Err(Unusable::Malformed(format!(
-                    "streamed tool call {i} has no function name"
-                )));
-            }
             tool_calls.push(ToolCall {
                 id: call_id(c.id.as_deref(), i),
                 name: c.name,
@@ -377,6 +371,31 @@ mod tests {
                 output_tokens: 5
             }
         );
+    }
+
+    #[test]
+    fn a_call_with_no_name_does_not_sink_the_fifteen_beside_it() {
+        let mut a = StreamAssembler::default();
+        for i in 0..16 {
+            let name = if i == 7 { String::new() } else { format!("\"name\":\"sensor_read\",") };
+            a.push(&format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{i},"id":"c{i}","function":{{{name}"arguments":"{{}}"}}}}]}}}}]}}"#
+            ))
+            .unwrap();
+        }
+        a.push(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#)
+            .unwrap();
+        let r = a.finish().unwrap();
+        assert_eq!(r.tool_calls.len(), 16);
+        assert_eq!(r.tool_calls[7].name, "");
+        assert_eq!(r.tool_calls.iter().filter(|c| c.name == "sensor_read").count(), 15);
+        // The same in a whole response.
+        let v = json!({"choices":[{"message":{"tool_calls":[
+            {"id":"a","function":{"name":"sensor_read","arguments":"{}"}},
+            {"id":"b","function":{"arguments":"{}"}}
+        ]},"finish_reason":"tool_calls"}]});
+        let r = parse_response(&v).unwrap();
+        assert_eq!((r.tool_calls[0].name.as_str(), r.tool_calls[1].name.as_str()), ("sensor_read", ""));
     }
 
     #[test]

@@ -35,9 +35,11 @@ fn provider(srv: &ScriptedLlm, kind: ProviderKind) -> Provider {
         model: "scripted".into(),
         api_key: Some("test-key".into()),
         timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
         max_retries: 3,
         retry_base: Duration::from_millis(1),
         max_tokens: 1024,
+        tool_calls: covo::llm::ToolCallMode::Native,
     }
 }
 
@@ -700,6 +702,13 @@ fn a_long_conversation_is_trimmed_to_its_token_budget_whole_exchanges_first() {
         text.contains("earlier messages of this conversation were dropped"),
         "the model is told"
     );
+    // The system prompt and the tools are the same bytes in every request, trimmed or not, so
+    // a server's prompt cache keeps that prefix: the note rides on the oldest message left.
+    for r in &reqs {
+        assert_eq!(r.body["messages"][0], reqs[0].body["messages"][0]);
+        assert_eq!(r.body["tools"], reqs[0].body["tools"]);
+    }
+    assert_eq!(reqs[0].body["messages"][0]["role"], "system");
     assert!(a.dropped() >= 10, "{}", a.dropped());
     // The store still has the whole conversation.
     let n: i64 = rt

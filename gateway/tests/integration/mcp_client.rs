@@ -309,9 +309,11 @@ fn the_agent_calls_an_mcp_tool_with_the_scripted_model() {
             model: "scripted".into(),
             api_key: Some("k".into()),
             timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
             max_retries: 0,
             retry_base: Duration::from_millis(1),
             max_tokens: 256,
+            tool_calls: covo::llm::ToolCallMode::Native,
         })
         .unwrap(),
     );

@@ -90,9 +90,11 @@ fn a_failed_webhook_keeps_its_tokens_out_of_the_result_the_audit_log_and_the_nex
             model: "scripted".into(),
             api_key: None,
             timeout: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(20),
             max_retries: 0,
             retry_base: Duration::from_millis(1),
             max_tokens: 1024,
+            tool_calls: covo::llm::ToolCallMode::Native,
         })
         .unwrap(),
     );

@@ -31,9 +31,11 @@ fn model(srv: &ScriptedLlm) -> Arc<PeerModel> {
         model: "scripted".into(),
         api_key: None,
         timeout: Duration::from_secs(20),
+        idle_timeout: Duration::from_secs(20),
         max_retries: 0,
         retry_base: Duration::from_millis(1),
         max_tokens: 1024,
+        tool_calls: covo::llm::ToolCallMode::Native,
     };
     let chat: Arc<dyn ChatModel> = Arc::new(HttpModel::new(provider).unwrap());
     PeerModel::start(chat, "scripted").unwrap()
