@@ -766,3 +766,227 @@ fn a_provider_error_that_quotes_the_api_key_never_shows_it() {
         }
     }
 }
+
+fn agent_with(rt: &Arc<Runtime>, p: Provider) -> (Agent, Arc<HttpModel>) {
+    let m = Arc::new(HttpModel::new(p).unwrap());
+    let model: Arc<dyn ChatModel> = m.clone();
+    (
+        Agent::new(rt.clone(), Some(model), Session::new("t", "cli")),
+        m,
+    )
+}
+
+/// A one-connection OpenAI-compatible server on 127.0.0.1 that streams `chunks` text chunks,
+/// `every` apart, then either ends the stream or goes silent with the connection open.
+fn trickling_server(chunks: usize, every: Duration, finish: bool) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 65536];
+        let mut got = Vec::new();
+        // Read the headers and the body (its length from content-length).
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map(|v| v.trim().parse().unwrap())
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + len {
+                    break;
+                }
+            }
+        }
+        let _ = s.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        let send = |s: &mut std::net::TcpStream, data: &str| {
+            let ev = format!("data: {data}\n\n");
+            let _ = s.write_all(format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes());
+            let _ = s.flush();
+        };
+        for _ in 0..chunks {
+            send(&mut s, r#"{"choices":[{"index":0,"delta":{"content":"tok "}}]}"#);
+            std::thread::sleep(every);
+        }
+        if finish {
+            send(&mut s, r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#);
+            send(&mut s, "[DONE]");
+            let _ = s.write_all(b"0\r\n\r\n");
+            std::thread::sleep(Duration::from_secs(1));
+        } else {
+            std::thread::sleep(Duration::from_secs(30));
+        }
+    });
+    url
+}
+
+#[test]
+fn a_slow_stream_that_keeps_coming_is_read_to_its_end_and_a_silent_one_times_out() {
+    let srv = ScriptedLlm::start(vec![]);
+    let rt = runtime("edge", Config::default());
+    // Twelve chunks 250 ms apart: 3 s in all, each gap well inside a 1 s idle limit. Under the
+    // old whole-request timeout of 2 s this answer was cut off while tokens were flowing.
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.base_url = trickling_server(12, Duration::from_millis(250), true);
+    (p.idle_timeout, p.timeout) = (Duration::from_secs(1), Duration::from_secs(60));
+    let (mut a, _) = agent_with(&rt, p.clone());
+    let (r, rec) = turn(&mut a, "talk");
+    assert_eq!(r.outcome, Outcome::Answer("tok ".repeat(12)));
+    assert_eq!(rec.text, "tok ".repeat(12));
+    // Two chunks, then silence with the connection open: the idle limit ends it.
+    p.base_url = trickling_server(2, Duration::from_millis(10), false);
+    let (mut a, _) = agent_with(&rt, p.clone());
+    let t = Instant::now();
+    let (r, _) = turn(&mut a, "talk");
+    let Outcome::Failed(e) = &r.outcome else {
+        panic!("{:?}", r.outcome)
+    };
+    assert!(e.contains("idle_timeout_secs"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // A stream that never stops is cut by the total limit, however lively it is.
+    p.base_url = trickling_server(400, Duration::from_millis(50), true);
+    (p.idle_timeout, p.timeout) = (Duration::from_secs(5), Duration::from_secs(2));
+    let (mut a, _) = agent_with(&rt, p);
+    let (r, _) = turn(&mut a, "talk");
+    let Outcome::Failed(e) = &r.outcome else {
+        panic!("{:?}", r.outcome)
+    };
+    assert!(e.contains("timeout_secs") && e.contains("2 s in all"), "{e}");
+}
+
+#[test]
+fn every_request_carries_the_output_limit() {
+    let srv = ScriptedLlm::start(vec![Reply::text("hi"), Reply::text("hi")]);
+    let rt = runtime("edge", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    turn(&mut a, "hello");
+    let mut a = agent(&rt, &srv, ProviderKind::Anthropic);
+    turn(&mut a, "hello");
+    let reqs = srv.requests();
+    let chats: Vec<_> = reqs.iter().filter(|r| r.api.is_some()).collect();
+    assert_eq!(chats.len(), 2);
+    for r in chats {
+        assert_eq!(r.body["max_tokens"], 1024, "{}", r.path);
+    }
+}
+
+#[test]
+fn a_server_that_drops_the_tools_is_caught_and_the_turn_goes_on_with_tools_in_the_prompt() {
+    // What SmolLM2 on llama.cpp did: 39 prompt tokens for a request with 40 tools in it.
+    let dropped = r#"{"choices":[{"message":{"role":"assistant","content":"I cannot store anything."},"finish_reason":"stop"}],"usage":{"prompt_tokens":39,"completion_tokens":6}}"#;
+    let srv = ScriptedLlm::start(vec![
+        Reply::raw("application/json", dropped),
+        Reply::text("<tool_call>\n{\"name\": \"memory_store\", \"arguments\": {\"text\": \"basil likes sun\"}}\n</tool_call>"),
+        Reply::text("Noted."),
+        Reply::text("Done again."),
+    ]);
+    let rt = runtime("full", Config::default());
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.tool_calls = covo::llm::ToolCallMode::Auto;
+    let (mut a, m) = agent_with(&rt, p);
+    let (r, _) = turn(&mut a, "remember basil likes sun");
+    assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
+    assert_eq!(rt.store().unwrap().recall("basil", None, 5).unwrap().len(), 1);
+    let (wire, why) = m.tool_wire().unwrap();
+    assert_eq!(wire, covo::llm::Wire::Text);
+    assert!(why.unwrap().contains("39 prompt tokens"));
+    let reqs: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    assert_eq!(reqs.len(), 3);
+    let shown = tool_names(&reqs[0].body);
+    assert!(shown.len() > 5, "{shown:?}");
+    for r in &reqs[1..] {
+        assert!(r.body.get("tools").is_none(), "{}", r.body);
+        let system = r.body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains("# Tools"));
+        for n in &shown {
+            assert!(system.contains(&format!("\"name\":\"{n}\"")), "{n}");
+        }
+    }
+    // The call and its result went back as text, not as API tool fields.
+    let last = &reqs[2].body["messages"];
+    let text = last.to_string();
+    assert!(text.contains("<tool_response>") && !text.contains("\"tool_calls\""), "{text}");
+    // The next turn starts in text mode, with the same system prompt bytes (a warm cache).
+    turn(&mut a, "again");
+    let reqs: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    assert_eq!(reqs[3].body["messages"][0], reqs[1].body["messages"][0]);
+}
+
+#[test]
+fn constrained_mode_holds_the_reply_to_the_tools_schemas_and_shows_only_the_answer() {
+    let srv = ScriptedLlm::start(vec![
+        Reply::text(r#"{"name": "memory_store", "arguments": {"text": "basil likes sun"}}"#),
+        Reply::text(r#"{"answer": "Noted."}"#),
+    ]);
+    let rt = runtime("full", Config::default());
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.tool_calls = covo::llm::ToolCallMode::Constrained;
+    let (mut a, _) = agent_with(&rt, p);
+    let (r, rec) = turn(&mut a, "remember basil likes sun");
+    assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
+    assert_eq!(rec.text, "Noted.", "the user never sees the JSON");
+    assert_eq!(rec.calls.len(), 1);
+    assert_eq!(rt.store().unwrap().recall("basil", None, 5).unwrap().len(), 1);
+    let reqs = srv.requests();
+    let first = &reqs[0].body;
+    assert!(first.get("tools").is_none());
+    let any = first["response_format"]["json_schema"]["schema"]["anyOf"]
+        .as_array()
+        .unwrap();
+    let sent = first["messages"][0]["content"].as_str().unwrap();
+    // One branch for the answer and one per tool in the prompt, each with the tool's schema.
+    let names: Vec<&str> = any[1..]
+        .iter()
+        .map(|b| b["properties"]["name"]["const"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"tool_call") && names.len() > 5, "{names:?}");
+    for n in &names {
+        assert!(sent.contains(&format!("\"name\":\"{n}\"")), "{n} is in the prompt");
+    }
+    let spec = rt.owned().get("tool_call").unwrap();
+    let store = spec.params_json();
+    let branch = any.iter().find(|b| b["properties"]["name"]["const"] == "tool_call").unwrap();
+    assert_eq!(branch["properties"]["arguments"], store);
+}
+
+#[test]
+fn a_call_with_no_name_is_answered_and_the_fifteen_beside_it_run() {
+    let mut calls: Vec<(&str, &str)> = vec![("todo_read", "{}"); 15];
+    calls.insert(7, ("", r#"{"x":1}"#));
+    let srv = ScriptedLlm::start(vec![Reply::tool_calls(calls), Reply::text("ok")]);
+    let rt = runtime("full", Config::default());
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, rec) = turn(&mut a, "go");
+    assert_eq!(r.outcome, Outcome::Answer("ok".into()));
+    assert_eq!(rec.results.len(), 16);
+    assert_eq!(rec.results.iter().filter(|r| !r.is_error).count(), 15);
+    let results = tool_results(&srv.requests()[1].body);
+    assert_eq!(results[7]["error"]["kind"], "malformed_json");
+    assert!(results[7]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("names no tool"));
+}
+
+#[test]
+fn a_model_that_cannot_write_a_valid_call_is_stopped_after_max_repairs() {
+    let bad = || Reply::tool_calls(vec![("memory_recall", r#"{"query": 42}"#)]);
+    let srv = ScriptedLlm::start(vec![bad(), bad(), bad(), bad(), bad(), Reply::text("never")]);
+    let mut cfg = Config::default();
+    cfg.agent.max_repairs = Some(2);
+    let rt = runtime("full", cfg);
+    let mut a = agent(&rt, &srv, ProviderKind::Openai);
+    let (r, rec) = turn(&mut a, "go");
+    let Outcome::Failed(e) = &r.outcome else {
+        panic!("{:?}", r.outcome)
+    };
+    assert!(e.contains("max_repairs"), "{e}");
+    assert_eq!(rec.calls.len(), 3, "two repairs, then the third bad call ends it");
+    assert_eq!(srv.requests().len(), 3);
+}
