@@ -541,13 +541,28 @@ impl Doctor<'_> {
 }
 
 /// One tiny request offering `sensor_read`: the model answers, and calls the tool.
-pub async fn model_check(model: Option<&dyn ChatModel>) -> Check {
+/// With none configured, the model servers found on this machine are named (`local_addrs`,
+/// see `llm::local`).
+pub async fn model_check(model: Option<&dyn ChatModel>, local_addrs: &str) -> Check {
     let Some(model) = model else {
-        return Check::warn(
-            "model",
-            "no model configured: `covo chat` cannot talk",
-            "set [llm] model and base_url in covo.toml, or COVO_LLM_MODEL (docs/config.md)",
-        );
+        let found = crate::llm::local::discover(local_addrs).await;
+        return match found.iter().find(|f| !f.models.is_empty()) {
+            Some(f) => Check::warn(
+                "model",
+                format!("no model configured; found {f}: `covo chat` uses it"),
+                format!("to keep it, set {} (or [llm] in covo.toml)", f.settings()),
+            ),
+            None => Check::warn(
+                "model",
+                "no model configured, and no Ollama or llama.cpp server answers here: `covo chat` cannot talk",
+                "set [llm] model and base_url in covo.toml, or COVO_LLM_MODEL (docs/config.md)",
+            ),
+        };
+    };
+    let how = match model.tool_wire() {
+        Some((wire, Some(why))) => format!("; tool calls: {} ({why})", wire.name()),
+        Some((wire, None)) => format!("; tool calls: {}", wire.name()),
+        None => String::new(),
     };
     let messages = [Message::User(
         "How warm is it? Call the sensor_read tool for the sensor \"climate\".".into(),
@@ -559,25 +574,39 @@ pub async fn model_check(model: Option<&dyn ChatModel>) -> Check {
         tools: &tools,
     };
     let mut ignore = |_: &str| {};
-    match model.chat(req, &mut ignore).await {
-        Ok(r)
-            if r.tool_calls
+    let answer = model.chat(req, &mut ignore).await;
+    // Asked after the call: the call is what teaches `auto` how this server takes tools.
+    let how = match model.tool_wire() {
+        Some((wire, Some(why))) => format!("; tool calls: {} ({why})", wire.name()),
+        Some((wire, None)) => format!("; tool calls: {}", wire.name()),
+        None => how,
+    };
+    match answer {
+        Ok(r) => {
+            let calls = if r.tool_calls.is_empty() {
+                crate::agent::textcalls::extract(&r.text, 0).1
+            } else {
+                r.tool_calls
+            };
+            if calls
                 .iter()
-                .any(|c| c.name == covo_core::catalog::sensors::SENSOR_READ.name) =>
-        {
-            Check::ok(
-                "model",
-                format!("{} answers and calls tools", model.describe()),
-            )
+                .any(|c| c.name == covo_core::catalog::sensors::SENSOR_READ.name)
+            {
+                Check::ok(
+                    "model",
+                    format!("{} answers and calls tools{how}", model.describe()),
+                )
+            } else {
+                Check::warn(
+                    "model",
+                    format!(
+                        "{} answers but did not call the tool it was offered{how}",
+                        model.describe()
+                    ),
+                    "use a model with tool calling (e.g. qwen2.5 or llama3.1 on Ollama), or set [llm] tool_calls = \"constrained\"",
+                )
+            }
         }
-        Ok(_) => Check::warn(
-            "model",
-            format!(
-                "{} answers but did not call the tool it was offered",
-                model.describe()
-            ),
-            "use a model with tool calling (e.g. qwen2.5 or llama3.1 on Ollama)",
-        ),
         Err(e) => Check::fail(
             "model",
             e.to_string(),

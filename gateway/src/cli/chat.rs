@@ -26,6 +26,10 @@ pub struct ChatOptions {
 pub fn model(rt: &Runtime) -> Option<Arc<dyn ChatModel>> {
     let env = |k: &str| std::env::var(k).ok();
     let provider = Provider::resolve(&rt.config().llm, &env)?;
+    client(provider)
+}
+
+fn client(provider: Provider) -> Option<Arc<dyn ChatModel>> {
     match HttpModel::new(provider) {
         Ok(m) => Some(Arc::new(m)),
         Err(e) => {
@@ -38,19 +42,35 @@ pub fn model(rt: &Runtime) -> Option<Arc<dyn ChatModel>> {
 /// Runs `covo chat`.
 pub fn run(rt: Runtime, opts: ChatOptions) -> anyhow::Result<ExitCode> {
     let rt = Arc::new(rt);
-    let model = model(&rt);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let model = model(&rt).or_else(|| runtime.block_on(local_model(&rt)));
     let session = match opts.session {
         Some(id) => Session::new(id, "cli"),
         None => agent::new_session(&rt, "cli", "chat"),
     };
     let mut agent = Agent::new(rt.clone(), model, session);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     match opts.message {
         Some(m) => Ok(runtime.block_on(one_shot(&mut agent, &m))),
         None => runtime.block_on(interactive(agent)),
     }
+}
+
+/// With no model configured: a model server on this machine (Ollama, llama.cpp), if one
+/// answers with a model loaded. Says what it found and what it uses.
+async fn local_model(rt: &Runtime) -> Option<Arc<dyn ChatModel>> {
+    let found = crate::llm::local::discover(&crate::llm::local::addrs()).await;
+    let server = found.iter().find(|f| !f.models.is_empty())?;
+    let model = server.models[0].clone();
+    eprintln!(
+        "covo: no model is configured; found {server}, using '{model}' (set [llm] or {} to choose)",
+        server.settings()
+    );
+    let mut cfg = rt.config().llm.clone();
+    (cfg.base_url, cfg.model) = (Some(server.base_url.clone()), Some(model));
+    let env = |k: &str| std::env::var(k).ok();
+    client(Provider::resolve(&cfg, &env)?)
 }
 
 /// Shows tool activity on stderr and, interactively, streams the answer to stdout.

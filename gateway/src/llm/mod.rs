@@ -5,6 +5,7 @@
 //! module owns the HTTP client, retries with backoff, and error classification.
 
 pub mod anthropic;
+pub mod local;
 pub mod openai;
 pub mod prompted;
 

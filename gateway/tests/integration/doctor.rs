@@ -362,15 +362,21 @@ fn the_model_check_sends_one_request_offering_sensor_read() {
         .unwrap()
     };
     let m = model(0);
-    let ok = rt.block_on(model_check(Some(&m)));
+    let ok = rt.block_on(model_check(Some(&m), ""));
     assert_eq!(ok.status, Status::Ok, "{ok}");
-    let req = &srv.requests()[0];
+    assert!(ok.to_string().contains("tool calls: native"), "{ok}");
+    let chats: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    let req = &chats[0];
     let tools = req.body["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "one tiny request");
     assert_eq!(tools[0]["function"]["name"], "sensor_read");
-    let text_only = rt.block_on(model_check(Some(&m)));
+    let text_only = rt.block_on(model_check(Some(&m), ""));
     assert_eq!(text_only.status, Status::Warn, "{text_only}");
-    let broken = rt.block_on(model_check(Some(&m)));
+    let broken = rt.block_on(model_check(Some(&m), ""));
     assert_eq!(broken.status, Status::Fail, "{broken}");
-    assert_eq!(rt.block_on(model_check(None)).status, Status::Warn);
+    // No model and nothing local: a warning that says how to set one. (A found server is
+    // covered against a real llama.cpp server in covo-tests' `llama` suite.)
+    let none = rt.block_on(model_check(None, &srv.addr().to_string()));
+    assert_eq!(none.status, Status::Warn);
+    assert!(none.to_string().contains("no Ollama or llama.cpp server answers"), "{none}");
 }
