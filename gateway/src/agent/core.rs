@@ -310,11 +310,13 @@ mod tests {
 
     #[test]
     fn bad_calls_go_back_to_be_fixed_a_bounded_number_of_times() {
-        let bad = |id: &str| ToolResult {
+        let bad = |id: &str| {
+            ToolResult {
             call_id: id.into(),
             content: json!({"error": {"kind": "invalid_arguments", "message": "pin: expected an integer"}})
                 .to_string(),
             is_error: true,
+        }
         };
         let refused = |id: &str| ToolResult {
             call_id: id.into(),
@@ -326,9 +328,15 @@ mod tests {
         t.start(&mut h, "go");
         // Two bad calls: both go back to the model.
         t.on_model_response(&mut h, calls(&["x"]));
-        assert_eq!(t.on_tool_results(&mut h, vec![bad("c0")]), Action::CallModel);
+        assert_eq!(
+            t.on_tool_results(&mut h, vec![bad("c0")]),
+            Action::CallModel
+        );
         t.on_model_response(&mut h, calls(&["x"]));
-        assert_eq!(t.on_tool_results(&mut h, vec![bad("c0")]), Action::CallModel);
+        assert_eq!(
+            t.on_tool_results(&mut h, vec![bad("c0")]),
+            Action::CallModel
+        );
         // Other errors and successes do not count.
         t.on_model_response(&mut h, calls(&["x", "y"]));
         assert_eq!(
@@ -349,7 +357,10 @@ mod tests {
                 _ => 0,
             })
             .sum::<usize>();
-        let results = h.iter().filter(|m| matches!(m, Message::ToolResult { .. })).count();
+        let results = h
+            .iter()
+            .filter(|m| matches!(m, Message::ToolResult { .. }))
+            .count();
         assert_eq!(calls_made, results);
     }
 

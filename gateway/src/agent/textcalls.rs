@@ -85,9 +85,10 @@ fn mistral(s: &str, bodies: &mut Vec<Body>) {
     // `name[ARGS]{…}`, possibly repeated, each after its own `[TOOL_CALLS]` or not.
     for part in s.split(MISTRAL).map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once(MISTRAL_ARGS) {
-            Some((name, args)) => {
-                bodies.push(Body::Named(name.trim().to_string(), args.trim().to_string()))
-            }
+            Some((name, args)) => bodies.push(Body::Named(
+                name.trim().to_string(),
+                args.trim().to_string(),
+            )),
             None => bodies.push(Body::Json(part.to_string())),
         }
     }
@@ -372,17 +373,17 @@ mod tests {
         );
         assert_eq!(calls[0].name, "gpio_write");
         let v: Value = serde_json::from_str(&calls[0].arguments).unwrap();
-        assert_eq!(v, serde_json::json!({"pin": 17, "level": 1, "note": "it's on"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"pin": 17, "level": 1, "note": "it's on"})
+        );
         let (_, calls) = extract(
             "{\"name\": \"relay_set\", \"arguments\": {\"on\": True, \"after\": None}}",
             0,
         );
         assert_eq!(calls[0].arguments, r#"{"on":true,"after":null}"#);
         // Arguments sent as a string of near-JSON are repaired too.
-        let (_, calls) = extract(
-            r#"[{"name": "gpio_read", "arguments": "{'pin': 5,}"}]"#,
-            0,
-        );
+        let (_, calls) = extract(r#"[{"name": "gpio_read", "arguments": "{'pin': 5,}"}]"#, 0);
         assert_eq!(calls[0].arguments, r#"{"pin":5}"#);
     }
 

@@ -54,10 +54,7 @@ pub fn run(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        checks.push(rt.block_on(model_check(
-            model.as_deref(),
-            &crate::llm::local::addrs(),
-        )));
+        checks.push(rt.block_on(model_check(model.as_deref(), &crate::llm::local::addrs())));
     }
     let mut failed = 0;
     for c in &checks {

@@ -56,7 +56,7 @@ pub async fn discover(addrs: &str) -> Vec<Found> {
                 if !r.status().is_success() {
                     return None;
                 }
-                r.json::<serde_json::Value>().await.ok()
+                serde_json::from_str::<serde_json::Value>(&r.text().await.ok()?).ok()
             }
         };
         if let Some(v) = get("/api/tags").await {

@@ -11,10 +11,10 @@ pub mod prompted;
 
 use crate::config::LlmConfig;
 pub use crate::config::{ProviderKind, ToolCallMode};
-pub use prompted::Wire;
 use crate::secrets::{http_error, redact_url, redact_urls_in};
 use covo_core::spec::ToolSpec;
 use futures_util::StreamExt;
+pub use prompted::Wire;
 use serde::Serialize;
 use std::future::Future;
 use std::pin::Pin;
@@ -329,9 +329,7 @@ impl Provider {
     /// The server's root: the base URL without its `/v1` (where llama.cpp serves `/props` and
     /// `/apply-template`).
     fn root(&self) -> &str {
-        self.base_url
-            .strip_suffix("/v1")
-            .unwrap_or(&self.base_url)
+        self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url)
     }
 
     /// The field that carries the output limit: OpenAI's own API wants `max_completion_tokens`
@@ -457,7 +455,8 @@ impl HttpModel {
         let mut req = self
             .http
             .post(format!("{}/apply-template", p.root()))
-            .json(&body);
+            .header("content-type", "application/json")
+            .body(body.to_string());
         if let Some(k) = &p.api_key {
             req = req.bearer_auth(k);
         }

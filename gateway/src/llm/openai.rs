@@ -377,7 +377,11 @@ mod tests {
     fn a_call_with_no_name_does_not_sink_the_fifteen_beside_it() {
         let mut a = StreamAssembler::default();
         for i in 0..16 {
-            let name = if i == 7 { String::new() } else { format!("\"name\":\"sensor_read\",") };
+            let name = if i == 7 {
+                String::new()
+            } else {
+                "\"name\":\"sensor_read\",".to_string()
+            };
             a.push(&format!(
                 r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{i},"id":"c{i}","function":{{{name}"arguments":"{{}}"}}}}]}}}}]}}"#
             ))
@@ -388,14 +392,23 @@ mod tests {
         let r = a.finish().unwrap();
         assert_eq!(r.tool_calls.len(), 16);
         assert_eq!(r.tool_calls[7].name, "");
-        assert_eq!(r.tool_calls.iter().filter(|c| c.name == "sensor_read").count(), 15);
+        assert_eq!(
+            r.tool_calls
+                .iter()
+                .filter(|c| c.name == "sensor_read")
+                .count(),
+            15
+        );
         // The same in a whole response.
         let v = json!({"choices":[{"message":{"tool_calls":[
             {"id":"a","function":{"name":"sensor_read","arguments":"{}"}},
             {"id":"b","function":{"arguments":"{}"}}
         ]},"finish_reason":"tool_calls"}]});
         let r = parse_response(&v).unwrap();
-        assert_eq!((r.tool_calls[0].name.as_str(), r.tool_calls[1].name.as_str()), ("sensor_read", ""));
+        assert_eq!(
+            (r.tool_calls[0].name.as_str(), r.tool_calls[1].name.as_str()),
+            ("sensor_read", "")
+        );
     }
 
     #[test]

@@ -67,8 +67,8 @@ pub fn tools_section(tools: &[&ToolSpec], wire: Wire) -> String {
 
 /// How a call the model made is written back into its own message.
 fn call_text(c: &ToolCall, wire: Wire) -> String {
-    let args: Value = serde_json::from_str(&c.arguments)
-        .unwrap_or_else(|_| Value::String(c.arguments.clone()));
+    let args: Value =
+        serde_json::from_str(&c.arguments).unwrap_or_else(|_| Value::String(c.arguments.clone()));
     let body = json!({"name": c.name, "arguments": args}).to_string();
     match wire {
         Wire::Constrained => body,

@@ -811,11 +811,17 @@ fn trickling_server(chunks: usize, every: Duration, finish: bool) -> String {
             let _ = s.flush();
         };
         for _ in 0..chunks {
-            send(&mut s, r#"{"choices":[{"index":0,"delta":{"content":"tok "}}]}"#);
+            send(
+                &mut s,
+                r#"{"choices":[{"index":0,"delta":{"content":"tok "}}]}"#,
+            );
             std::thread::sleep(every);
         }
         if finish {
-            send(&mut s, r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#);
+            send(
+                &mut s,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            );
             send(&mut s, "[DONE]");
             let _ = s.write_all(b"0\r\n\r\n");
             std::thread::sleep(Duration::from_secs(1));
@@ -857,7 +863,10 @@ fn a_slow_stream_that_keeps_coming_is_read_to_its_end_and_a_silent_one_times_out
     let Outcome::Failed(e) = &r.outcome else {
         panic!("{:?}", r.outcome)
     };
-    assert!(e.contains("timeout_secs") && e.contains("2 s in all"), "{e}");
+    assert!(
+        e.contains("timeout_secs") && e.contains("2 s in all"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -892,11 +901,18 @@ fn a_server_that_drops_the_tools_is_caught_and_the_turn_goes_on_with_tools_in_th
     let (mut a, m) = agent_with(&rt, p);
     let (r, _) = turn(&mut a, "remember basil likes sun");
     assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
-    assert_eq!(rt.store().unwrap().recall("basil", None, 5).unwrap().len(), 1);
+    assert_eq!(
+        rt.store().unwrap().recall("basil", None, 5).unwrap().len(),
+        1
+    );
     let (wire, why) = m.tool_wire().unwrap();
     assert_eq!(wire, covo::llm::Wire::Text);
     assert!(why.unwrap().contains("39 prompt tokens"));
-    let reqs: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    let reqs: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.api.is_some())
+        .collect();
     assert_eq!(reqs.len(), 3);
     let shown = tool_names(&reqs[0].body);
     assert!(shown.len() > 5, "{shown:?}");
@@ -911,10 +927,17 @@ fn a_server_that_drops_the_tools_is_caught_and_the_turn_goes_on_with_tools_in_th
     // The call and its result went back as text, not as API tool fields.
     let last = &reqs[2].body["messages"];
     let text = last.to_string();
-    assert!(text.contains("<tool_response>") && !text.contains("\"tool_calls\""), "{text}");
+    assert!(
+        text.contains("<tool_response>") && !text.contains("\"tool_calls\""),
+        "{text}"
+    );
     // The next turn starts in text mode, with the same system prompt bytes (a warm cache).
     turn(&mut a, "again");
-    let reqs: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    let reqs: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.api.is_some())
+        .collect();
     assert_eq!(reqs[3].body["messages"][0], reqs[1].body["messages"][0]);
 }
 
@@ -932,7 +955,10 @@ fn constrained_mode_holds_the_reply_to_the_tools_schemas_and_shows_only_the_answ
     assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
     assert_eq!(rec.text, "Noted.", "the user never sees the JSON");
     assert_eq!(rec.calls.len(), 1);
-    assert_eq!(rt.store().unwrap().recall("basil", None, 5).unwrap().len(), 1);
+    assert_eq!(
+        rt.store().unwrap().recall("basil", None, 5).unwrap().len(),
+        1
+    );
     let reqs = srv.requests();
     let first = &reqs[0].body;
     assert!(first.get("tools").is_none());
@@ -947,11 +973,17 @@ fn constrained_mode_holds_the_reply_to_the_tools_schemas_and_shows_only_the_answ
         .collect();
     assert!(names.contains(&"tool_call") && names.len() > 5, "{names:?}");
     for n in &names {
-        assert!(sent.contains(&format!("\"name\":\"{n}\"")), "{n} is in the prompt");
+        assert!(
+            sent.contains(&format!("\"name\":\"{n}\"")),
+            "{n} is in the prompt"
+        );
     }
     let spec = rt.owned().get("tool_call").unwrap();
     let store = spec.params_json();
-    let branch = any.iter().find(|b| b["properties"]["name"]["const"] == "tool_call").unwrap();
+    let branch = any
+        .iter()
+        .find(|b| b["properties"]["name"]["const"] == "tool_call")
+        .unwrap();
     assert_eq!(branch["properties"]["arguments"], store);
 }
 
@@ -977,7 +1009,14 @@ fn a_call_with_no_name_is_answered_and_the_fifteen_beside_it_run() {
 #[test]
 fn a_model_that_cannot_write_a_valid_call_is_stopped_after_max_repairs() {
     let bad = || Reply::tool_calls(vec![("memory_recall", r#"{"query": 42}"#)]);
-    let srv = ScriptedLlm::start(vec![bad(), bad(), bad(), bad(), bad(), Reply::text("never")]);
+    let srv = ScriptedLlm::start(vec![
+        bad(),
+        bad(),
+        bad(),
+        bad(),
+        bad(),
+        Reply::text("never"),
+    ]);
     let mut cfg = Config::default();
     cfg.agent.max_repairs = Some(2);
     let rt = runtime("full", cfg);
@@ -987,6 +1026,10 @@ fn a_model_that_cannot_write_a_valid_call_is_stopped_after_max_repairs() {
         panic!("{:?}", r.outcome)
     };
     assert!(e.contains("max_repairs"), "{e}");
-    assert_eq!(rec.calls.len(), 3, "two repairs, then the third bad call ends it");
+    assert_eq!(
+        rec.calls.len(),
+        3,
+        "two repairs, then the third bad call ends it"
+    );
     assert_eq!(srv.requests().len(), 3);
 }

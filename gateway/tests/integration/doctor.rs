@@ -365,7 +365,11 @@ fn the_model_check_sends_one_request_offering_sensor_read() {
     let ok = rt.block_on(model_check(Some(&m), ""));
     assert_eq!(ok.status, Status::Ok, "{ok}");
     assert!(ok.to_string().contains("tool calls: native"), "{ok}");
-    let chats: Vec<_> = srv.requests().into_iter().filter(|r| r.api.is_some()).collect();
+    let chats: Vec<_> = srv
+        .requests()
+        .into_iter()
+        .filter(|r| r.api.is_some())
+        .collect();
     let req = &chats[0];
     let tools = req.body["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "one tiny request");
@@ -378,5 +382,9 @@ fn the_model_check_sends_one_request_offering_sensor_read() {
     // covered against a real llama.cpp server in covo-tests' `llama` suite.)
     let none = rt.block_on(model_check(None, &srv.addr().to_string()));
     assert_eq!(none.status, Status::Warn);
-    assert!(none.to_string().contains("no Ollama or llama.cpp server answers"), "{none}");
+    assert!(
+        none.to_string()
+            .contains("no Ollama or llama.cpp server answers"),
+        "{none}"
+    );
 }

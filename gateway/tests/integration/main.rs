@@ -24,6 +24,7 @@ mod git;
 mod hardware;
 mod layers;
 mod link_bounds;
+mod llama;
 #[cfg(feature = "mcp")]
 mod mcp_client;
 #[cfg(feature = "mcp")]

@@ -1,0 +1,318 @@
+//! covo against a real local inference server: llama.cpp's `llama-server` with a real GGUF model
+//! on 127.0.0.1, built once per machine by `tests/llama/setup.sh` (`tests/run-all.sh` runs it and
+//! sets `COVO_LLAMA_SERVER` and `COVO_LLAMA_MODEL`; any GGUF path works). The model (SmolLM2-135M
+//! by default) does not choose tools wisely; what is checked is the real protocol: the server's
+//! chat template drops the tools and covo notices, constrained replies are always valid calls
+//! or answers, and `covo chat`, `covo run` over MQTT, `covo doctor` and a scheduled prompt all
+//! finish against it.
+
+use covo::agent::scheduler;
+use covo::config::{Config, LlmConfig};
+use covo::exec::Session;
+use covo::llm::{ChatModel, HttpModel, Provider, ToolCallMode, Wire};
+use covo::runtime::{Runtime, Via};
+use covo::store::Store;
+use covo_tests::broker::{raw, Mosquitto};
+use covo_tests::rumqttc::v5::mqttbytes::QoS;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A running `llama-server`, killed on drop.
+struct Llama {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Llama {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Llama {
+    fn start(dir: &Path) -> Llama {
+        let need = |k: &str| {
+            std::env::var(k).unwrap_or_else(|_| {
+                panic!("{k} is not set: run `bash tests/llama/setup.sh` (tests/run-all.sh does) and point {k} at what it built")
+            })
+        };
+        let server = need("COVO_LLAMA_SERVER");
+        let model = need("COVO_LLAMA_MODEL");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = dir.join("llama.log");
+        let child = Command::new(&server)
+            .args([
+                "-m",
+                &model,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--jinja", "-np", "1", "-t", "2", "-c", "8192", "--no-webui"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {server}: {e}"));
+        let mut l = Llama { child, port, log };
+        let end = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(s) = l.child.try_wait().unwrap() {
+                panic!("llama-server exited ({s}): {}", l.log_text());
+            }
+            if let Ok(r) = ureq_get(&format!("{}/health", l.root())) {
+                if r.contains("ok") {
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < end,
+                "llama-server not healthy in 120 s: {}",
+                l.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        l
+    }
+
+    fn root(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn log_text(&self) -> String {
+        let t = std::fs::read_to_string(&self.log).unwrap_or_default();
+        t.chars()
+            .rev()
+            .take(3000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect()
+    }
+}
+
+/// A GET over plain HTTP/1.0 on loopback, for the health check (no client crate needed).
+fn ureq_get(url: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+fn covo(dir: &Path, cfg: &str) -> Command {
+    let path = dir.join("covo.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_covo"));
+    c.arg("--config")
+        .arg(&path)
+        .current_dir(dir)
+        .env("COVO_HOME", dir.join("home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .env_remove("COVO_LLM_PROVIDER")
+        .env_remove("COVO_LLM_BASE_URL")
+        .env_remove("COVO_LLM_MODEL")
+        .env_remove("COVO_LLM_TOOL_CALLS")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("COVO_LOG");
+    c
+}
+
+/// The `[llm]` section for the server; `mode` is `tool_calls`.
+fn llm_section(l: &Llama, mode: &str) -> String {
+    format!(
+        "[llm]\nbase_url = \"{}/v1\"\nmodel = \"smollm2\"\nmax_tokens = 96\ntool_calls = \"{mode}\"\nidle_timeout_secs = 300\ntimeout_secs = 600\n[agent]\nmax_steps = 3\n",
+        l.root()
+    )
+}
+
+/// Every call the agent made, from the audit log: (tool, outcome).
+fn audited(home: &Path) -> Vec<(String, String)> {
+    let store = Store::open_in(home).unwrap();
+    let conn = store.conn();
+    let mut st = conn
+        .prepare("SELECT tool, outcome FROM audit ORDER BY id")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// What a constrained reply may never produce: a call to no tool or with invalid arguments.
+fn assert_no_bad_calls(calls: &[(String, String)]) {
+    for (tool, outcome) in calls {
+        assert!(
+            !matches!(
+                outcome.as_str(),
+                "unknown_tool" | "malformed_json" | "invalid_arguments"
+            ),
+            "a constrained call failed validation: {tool} → {outcome} ({calls:?})"
+        );
+    }
+}
+
+#[test]
+fn a_real_llama_cpp_server_drives_chat_run_doctor_and_a_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Llama::start(dir.path());
+
+    // 1. `auto` finds out that SmolLM2's chat template drops tools (llama.cpp's
+    //    /apply-template) and holds replies to the tools' schemas instead; doctor says so.
+    let out = covo(dir.path(), &llm_section(&l, "auto"))
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let model_line = text
+        .lines()
+        .find(|l| l.contains("model"))
+        .unwrap_or_else(|| panic!("no model line: {text}"));
+    assert!(
+        model_line.contains("tool calls: constrained")
+            && model_line.contains("leaves the tools out"),
+        "{model_line}"
+    );
+
+    // 2. No model configured: doctor finds the server and names its model.
+    let out = covo(dir.path(), "")
+        .env("COVO_LLM_LOCAL", format!("127.0.0.1:{}", l.port))
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("found llama.cpp at {}/v1 with", l.root())),
+        "{text}"
+    );
+
+    // 3. `covo chat -m` in constrained mode: the turn ends in an answer or the step budget,
+    //    never in an error; every call it made named a tool it was sent, with valid arguments.
+    let home = dir.path().join("home");
+    let out = covo(dir.path(), &llm_section(&l, "constrained"))
+        .args([
+            "chat",
+            "-m",
+            "How warm is it? Read the sensor called climate.",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() || stderr.contains("step budget"),
+        "exit {:?}\nstdout: {stdout}\nstderr: {stderr}\nserver: {}",
+        out.status,
+        l.log_text()
+    );
+    assert_no_bad_calls(&audited(&home));
+
+    // 4. `covo run` over a real broker: a chat message in, the model's answer out.
+    let broker = Mosquitto::start();
+    let out_topic = raw(broker.port(), "covo/gw1/chat/out");
+    let status = raw(broker.port(), "covo/gateways/gw1/status");
+    let cfg = format!(
+        "{}[mqtt]\nurl = \"{}\"\ngateway_id = \"gw1\"\n",
+        llm_section(&l, "constrained"),
+        broker.url()
+    );
+    let mut daemon = covo(dir.path(), &cfg)
+        .args(["run", "--profile", "edge"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (birth, _) = status
+            .next_on(
+                "covo/gateways/gw1/status",
+                end.saturating_duration_since(Instant::now()),
+            )
+            .expect("the daemon's birth");
+        if birth["status"] == "online" {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    out_topic
+        .client
+        .publish(
+            "covo/gw1/chat/in",
+            QoS::AtLeastOnce,
+            false,
+            json!({"text": "Say hello.", "session": "llama"}).to_string(),
+        )
+        .unwrap();
+    let answer = out_topic.next_on("covo/gw1/chat/out", Duration::from_secs(300));
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let (answer, _) =
+        answer.unwrap_or_else(|| panic!("no answer over MQTT; server: {}", l.log_text()));
+    assert_eq!(answer["session"], "llama", "{answer}");
+    let said = answer["text"].as_str().unwrap_or_default();
+    assert!(
+        answer["error"] != true || said.contains("step budget"),
+        "{answer}"
+    );
+
+    // 5. A scheduled prompt, run by the scheduler with the real model.
+    let mut cfg = Config {
+        llm: LlmConfig {
+            base_url: Some(format!("{}/v1", l.root())),
+            model: Some("smollm2".into()),
+            max_tokens: Some(64),
+            tool_calls: Some(ToolCallMode::Auto),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    cfg.agent.max_steps = Some(2);
+    let mut opts = covo::tools::options(cfg.clone());
+    opts.profile = Some("edge".into());
+    let rt = Arc::new(
+        Runtime::new(opts)
+            .unwrap()
+            .with_store(Store::in_memory().unwrap()),
+    );
+    let s = Session::new("sched", "cli");
+    rt.call(
+        &s,
+        Via::Direct,
+        "schedule_create",
+        json!({"at": "in 1s", "prompt": "give a one-line morning report"}),
+    )
+    .unwrap();
+    let due = scheduler::claim_due(&rt, chrono::Utc::now() + chrono::Duration::minutes(1)).unwrap();
+    assert_eq!(due.len(), 1);
+    let m = Arc::new(HttpModel::new(Provider::resolve(&cfg.llm, &|_| None).unwrap()).unwrap());
+    let model: Arc<dyn ChatModel> = m.clone();
+    let report = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(scheduler::run_job(&rt, Some(model), &due[0]));
+    assert!(!report.trim().is_empty());
+    assert!(
+        !report.contains("malformed") && !report.contains("timed out"),
+        "{report}"
+    );
+    let (wire, why) = m.tool_wire().unwrap();
+    assert_eq!(wire, Wire::Constrained, "{why:?}");
+}
