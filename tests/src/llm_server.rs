@@ -376,20 +376,33 @@ impl ScriptedLlm {
         self.base_url()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every model request (to a chat endpoint of either format) received so far, in arrival
+    /// order. Requests to other paths (a client's probe of `/apply-template`, say) are in
+    /// [`ScriptedLlm::all_requests`].
     pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|r| r.api.is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// Every request received so far, to any path, in arrival order.
+    pub fn all_requests(&self) -> Vec<Recorded> {
         lock(&self.shared.requests).clone()
     }
 
-    /// Block until at least `n` requests were recorded or `timeout` passed; true if they were.
+    /// Block until at least `n` model requests were recorded or `timeout` passed; true if
+    /// they were.
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let chats = |r: &Vec<Recorded>| r.iter().filter(|r| r.api.is_some()).count();
         let guard = lock(&self.shared.requests);
         let (guard, _) = self
             .shared
             .recorded
-            .wait_timeout_while(guard, timeout, |r| r.len() < n)
+            .wait_timeout_while(guard, timeout, |r| chats(r) < n)
             .unwrap_or_else(|e| e.into_inner());
-        guard.len() >= n
+        chats(&guard) >= n
     }
 
     /// How many scripted replies are not consumed yet.

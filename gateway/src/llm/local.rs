@@ -40,6 +40,7 @@ impl std::fmt::Display for Found {
 
 /// Asks each address (`host:port`, comma-separated) what it serves, one second each at most.
 pub async fn discover(addrs: &str) -> Vec<Found> {
+    super::tls();
     let Ok(http) = reqwest::Client::builder()
         .timeout(Duration::from_secs(1))
         .build()

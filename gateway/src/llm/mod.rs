@@ -380,6 +380,12 @@ pub fn tools_dropped(prompt_tokens: u64, tools: &[&'static ToolSpec]) -> bool {
     prompt_tokens * 12 < bytes
 }
 
+/// Installs rustls's ring provider for this process (once; later calls do nothing). Every
+/// reqwest client in `llm/` is built after it.
+pub(crate) fn tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// An HTTP chat client for one provider.
 pub struct HttpModel {
     http: reqwest::Client,
@@ -390,7 +396,7 @@ pub struct HttpModel {
 impl HttpModel {
     /// A client for the provider. Installs the ring TLS provider once per process.
     pub fn new(provider: Provider) -> Result<HttpModel, LlmError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        tls();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true)
@@ -705,6 +711,15 @@ impl HttpModel {
                 r.stop = StopReason::ToolUse;
             }
             (r.text, r.tool_calls) = (text, calls);
+            if r.stop == StopReason::MaxTokens && r.tool_calls.is_empty() && r.text.starts_with('{')
+            {
+                // Half a JSON reply means nothing to the user: say what happened instead.
+                r.text = format!(
+                    "(the model's reply was cut off at max_tokens = {} before it was complete; \
+                     raise [llm] max_tokens)",
+                    p.max_tokens
+                );
+            }
         }
         if !r.text.is_empty() {
             on_text(&r.text);

@@ -878,9 +878,8 @@ fn every_request_carries_the_output_limit() {
     let mut a = agent(&rt, &srv, ProviderKind::Anthropic);
     turn(&mut a, "hello");
     let reqs = srv.requests();
-    let chats: Vec<_> = reqs.iter().filter(|r| r.api.is_some()).collect();
-    assert_eq!(chats.len(), 2);
-    for r in chats {
+    assert_eq!(reqs.len(), 2);
+    for r in &reqs {
         assert_eq!(r.body["max_tokens"], 1024, "{}", r.path);
     }
 }
@@ -985,6 +984,19 @@ fn constrained_mode_holds_the_reply_to_the_tools_schemas_and_shows_only_the_answ
         .find(|b| b["properties"]["name"]["const"] == "tool_call")
         .unwrap();
     assert_eq!(branch["properties"]["arguments"], store);
+
+    // A reply cut by max_tokens in the middle of its JSON is reported as such, not shown raw.
+    let cut = r#"{"choices":[{"message":{"role":"assistant","content":"{\"answer\": \"It is twen"},"finish_reason":"length"}],"usage":{"prompt_tokens":900,"completion_tokens":1024}}"#;
+    let srv = ScriptedLlm::start(vec![Reply::raw("application/json", cut)]);
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.tool_calls = covo::llm::ToolCallMode::Constrained;
+    let (mut a, _) = agent_with(&rt, p);
+    let (r, rec) = turn(&mut a, "how warm?");
+    let Outcome::Answer(text) = &r.outcome else {
+        panic!("{:?}", r.outcome)
+    };
+    assert!(text.contains("cut off at max_tokens = 1024"), "{text}");
+    assert_eq!(&rec.text, text);
 }
 
 #[test]

@@ -660,7 +660,7 @@ fn unknown_paths_answer_404_and_are_recorded_without_consuming_a_reply() {
     let response = send(&srv, "GET", CHAT, &[], "");
     assert_eq!(response.status, 405);
 
-    let reqs = srv.requests();
+    let reqs = srv.all_requests();
     assert_eq!(reqs.len(), 2);
     assert_eq!(
         (reqs[0].method.as_str(), reqs[0].path.as_str()),
@@ -668,6 +668,9 @@ fn unknown_paths_answer_404_and_are_recorded_without_consuming_a_reply() {
     );
     assert_eq!(reqs[0].api, None);
     assert_eq!(reqs[0].body, Value::Null);
+    // `requests()` holds the model requests only: a client's probe of another path is not one.
+    assert_eq!(srv.requests().len(), 1);
+    assert_eq!(srv.requests()[0].path, CHAT);
     assert_eq!(srv.remaining(), 1);
 }
 
