@@ -222,6 +222,9 @@ while read -r text data bss _ _ file; do
     "$(( (text + data) )) B = $(echo "scale=1; ($text + $data) / 1024" | bc) KiB / $((data + bss)) B" "≤ 48 KiB flash, ≤ 16 KiB RAM"
 done <"$work/firmware.log"
 
+# The "Local models" section is written by tests/bench/llama.py (--write; about 25 minutes
+# against a real llama.cpp server); a regeneration here keeps it as it is.
+llama_section=$(sed -n '/<!-- llama.py begin -->/,/<!-- llama.py end -->/p' "$out" 2>/dev/null || true)
 secs=$(( $(date +%s) - started ))
 rev=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- . ':!docs/benchmarks.md' || rev="$rev with uncommitted changes"
@@ -247,5 +250,8 @@ EOF
 The lines of each command's output the figures above come from.
 EOF
   cat "$raw"
+  if [ -n "$llama_section" ]; then
+    printf '\n%s\n' "$llama_section"
+  fi
 } >"$out"
 echo "report: wrote $out (${secs} s of measuring)" >&2
