@@ -177,11 +177,15 @@ def main():
     ap.add_argument("--prompts", type=int, default=102)
     ap.add_argument("--ctx", type=int, default=8192)
     ap.add_argument("--write", metavar="PAGE", help="put the output into PAGE's Local models section")
-    ap.add_argument("--section-from", metavar="LOG", help="write the section from LOG; measure nothing")
+    ap.add_argument("--section-from", metavar="LOG", nargs="+",
+                    help="write the section from these runs' saved output, in order; measure nothing")
+    ap.add_argument("--ttft-only", action="store_true", help="measure 1 and 2 only (a few minutes)")
     a = ap.parse_args()
     if a.section_from:
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(a.section_from)))
-        write_section(a.write or os.path.join(ROOT, "docs/benchmarks.md"), open(a.section_from).read(), when)
+        when = ", ".join(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(f)))
+                         for f in a.section_from)
+        text = "\n\n".join(open(f).read().rstrip() for f in a.section_from)
+        write_section(a.write or os.path.join(ROOT, "docs/benchmarks.md"), text, when)
         return
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if not a.server or not a.model:
@@ -219,6 +223,9 @@ def main():
         say(f"   full/gateway: cold {rows['full'][0] / rows['gateway'][0]:.2f}x, warm {rows['full'][1] / rows['gateway'][1]:.2f}x")
     say(f"   warm/cold (gateway): {rows['gateway'][1] / rows['gateway'][0]:.3f}")
 
+    if a.ttft_only:
+        srv.stop()
+        return
     # 3. Valid tool calls over N prompts, per mode.
     say(f"\n3. replies that yield a schema-valid tool call, {a.prompts} prompts per mode")
     sch = schemas(a.covo)
