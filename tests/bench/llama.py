@@ -57,8 +57,10 @@ def write_section(page, text, when):
              f"{os.cpu_count()} cores, against a real llama.cpp server on 127.0.0.1 (tests/llama/setup.sh). "
              "Time to first token is measured through covo (`covo chat -m` with `max_tokens = 1`); the "
              "valid-call rates come from covo's audit log, each call checked against the JSON schema "
-             "the model was sent.\n\n`target/venv-tests/bin/python tests/bench/llama.py --prompts 102`\n\n"
-             f"```\n{text.rstrip()}\n```\n{END}\n")
+             "the model was sent. Where two times are given, parts 1 and 2 come from the first run "
+             "(`--ttft-only`, on a quiet machine) and part 3 from the second.\n\n"
+             "`target/venv-tests/bin/python tests/bench/llama.py --prompts 102` (all three parts; `--ttft-only` for 1 and 2)\n\n"
+             f"```\n{text.rstrip().replace(ROOT + '/', '')}\n```\n{END}\n")
     old = open(page).read() if os.path.exists(page) else ""
     if BEGIN in old and END in old:
         new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END) + 1:]
@@ -200,10 +202,10 @@ def main():
     srv = Server(a.server, a.model, a.ctx)
     text = " ".join(f"Reading {i}: the greenhouse was {18 + i % 7} degrees." for i in range(300))
     r = srv.post("/v1/chat/completions", {"messages": [{"role": "user", "content": text}],
-                                          "max_tokens": 1, "cache_prompt": False})
+                                          "max_tokens": 32, "cache_prompt": False})
     t = r.get("timings", {})
     say(f"\n1. prompt processing: {t.get('prompt_n')} tokens at {t.get('prompt_per_second', 0):.0f} tokens/s; "
-          f"generation {t.get('predicted_per_second', 0):.0f} tokens/s")
+          f"generation: {t.get('predicted_n')} tokens at {t.get('predicted_per_second', 0):.0f} tokens/s")
 
     # 2. Time to first token through covo: the prompt and one token.
     say("\n2. time to first token through covo (text mode: the tools in the system prompt)")
