@@ -365,6 +365,9 @@ struct WireState {
     probed: bool,
     /// Calls made in `constrained` mode, for their ids.
     calls: u64,
+    /// Whether the server ever answered with a native tool call: then it carries the tools,
+    /// whatever its usage figures say (scripted servers report a token or two).
+    native_calls_seen: bool,
 }
 
 /// Whether a prompt of `prompt_tokens` can have held `tools`: a server that dropped the tools
@@ -411,6 +414,7 @@ impl HttpModel {
             probed: provider.tool_calls != ToolCallMode::Auto
                 || provider.kind != ProviderKind::Openai,
             calls: 0,
+            native_calls_seen: false,
         });
         Ok(HttpModel {
             http,
@@ -649,7 +653,14 @@ impl HttpModel {
         }
         let wire = self.wire_state().wire;
         let r = self.chat_as(wire, req, on_text).await?;
-        if wire != Wire::Native || !tools_dropped(r.usage.input_tokens, req.tools) {
+        if wire != Wire::Native {
+            return Ok(r);
+        }
+        if !r.tool_calls.is_empty() {
+            self.wire_state().native_calls_seen = true;
+            return Ok(r);
+        }
+        if self.wire_state().native_calls_seen || !tools_dropped(r.usage.input_tokens, req.tools) {
             return Ok(r);
         }
         let reason = format!(

@@ -938,6 +938,21 @@ fn a_server_that_drops_the_tools_is_caught_and_the_turn_goes_on_with_tools_in_th
         .filter(|r| r.api.is_some())
         .collect();
     assert_eq!(reqs[3].body["messages"][0], reqs[1].body["messages"][0]);
+
+    // A server that has answered with a native call carries the tools, whatever usage it
+    // reports afterwards (scripted servers report a token or two): no switch.
+    let tiny = r#"{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+    let srv = ScriptedLlm::start(vec![
+        Reply::tool_calls(vec![("todo_read", "{}")]),
+        Reply::raw("application/json", tiny),
+    ]);
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.tool_calls = covo::llm::ToolCallMode::Auto;
+    let (mut a, m) = agent_with(&rt, p);
+    let (r, _) = turn(&mut a, "go");
+    assert_eq!(r.outcome, Outcome::Answer("done".into()));
+    assert_eq!(m.tool_wire().unwrap().0, covo::llm::Wire::Native);
+    assert_eq!(srv.requests().len(), 2);
 }
 
 #[test]
