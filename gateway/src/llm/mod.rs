@@ -327,9 +327,10 @@ impl Provider {
     }
 
     /// The server's root: the base URL without its `/v1` (where llama.cpp serves `/props` and
-    /// `/apply-template`).
-    fn root(&self) -> &str {
-        self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url)
+    /// `/apply-template`). `None` for a base URL that does not end in `/v1`: its root is not
+    /// known, and a guess could reach something that is no probe target (a proxy, a CGI).
+    fn root(&self) -> Option<&str> {
+        self.base_url.strip_suffix("/v1")
     }
 
     /// The field that carries the output limit: OpenAI's own API wants `max_completion_tokens`
@@ -457,6 +458,9 @@ impl HttpModel {
             st.probed = true;
         }
         let p = &self.provider;
+        let Some(root) = p.root() else {
+            return;
+        };
         let tool = tools[0];
         let body = serde_json::json!({
             "messages": [{"role": "user", "content": "hello"}],
@@ -464,7 +468,7 @@ impl HttpModel {
         });
         let mut req = self
             .http
-            .post(format!("{}/apply-template", p.root()))
+            .post(format!("{root}/apply-template"))
             .header("content-type", "application/json")
             .body(body.to_string());
         if let Some(k) = &p.api_key {
