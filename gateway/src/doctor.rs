@@ -559,11 +559,6 @@ pub async fn model_check(model: Option<&dyn ChatModel>, local_addrs: &str) -> Ch
             ),
         };
     };
-    let how = match model.tool_wire() {
-        Some((wire, Some(why))) => format!("; tool calls: {} ({why})", wire.name()),
-        Some((wire, None)) => format!("; tool calls: {}", wire.name()),
-        None => String::new(),
-    };
     let messages = [Message::User(
         "How warm is it? Call the sensor_read tool for the sensor \"climate\".".into(),
     )];
@@ -579,7 +574,7 @@ pub async fn model_check(model: Option<&dyn ChatModel>, local_addrs: &str) -> Ch
     let how = match model.tool_wire() {
         Some((wire, Some(why))) => format!("; tool calls: {} ({why})", wire.name()),
         Some((wire, None)) => format!("; tool calls: {}", wire.name()),
-        None => how,
+        None => String::new(),
     };
     match answer {
         Ok(r) => {
