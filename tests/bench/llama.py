@@ -232,7 +232,7 @@ def main():
     say(f"\n3. replies that yield a schema-valid tool call, {a.prompts} prompts per mode")
     sch = schemas(a.covo)
     for mode in ["native", "constrained", "text"]:
-        valid = passed = called = 0
+        valid = passed = called = calls_n = calls_valid = 0
         outcomes = {}
         t0 = time.perf_counter()
         for i in range(a.prompts):
@@ -242,13 +242,18 @@ def main():
             called += bool(calls)
             for _, _, o in calls:
                 outcomes[o] = outcomes.get(o, 0) + 1
-            if any(schema_valid(sch, t, args) for t, args, _ in calls):
+            ok = [schema_valid(sch, t, args) for t, args, _ in calls]
+            calls_n += len(ok)
+            calls_valid += sum(ok)
+            if any(ok):
                 valid += 1
             if any(o not in ("unknown_tool", "malformed_json", "invalid_arguments") for _, _, o in calls):
                 passed += 1
         dt = time.perf_counter() - t0
         say(f"   {mode:11} {valid:4}/{a.prompts} schema-valid ({100 * valid / a.prompts:5.1f}%), "
               f"{passed} also past covo's own checks, {called} with any call; "
+              f"of the {calls_n} calls, {calls_valid} schema-valid "
+              f"({100 * calls_valid / max(calls_n, 1):.1f}%); "
               f"{dt / a.prompts:.2f} s a prompt; outcomes {outcomes}")
     srv.stop()
     if a.write:

@@ -46,7 +46,8 @@
 //! * Errors: [`Reply::status`] bodies are sent verbatim as `application/json` with the given
 //!   status and extra headers, in stream mode too. An exhausted script answers 500 with an error
 //!   in the endpoint's style whose message starts with `script exhausted`. An unknown path answers
-//!   404 and a non-POST on a known path answers 405; neither consumes a reply.
+//!   404 (`/apply-template` too, unless [`ScriptedLlm::serve_template`] set what it answers)
+//!   and a non-POST on a known path answers 405; neither consumes a reply.
 //! * Bad output: [`Reply::raw`] sends any status, `content-type` and body verbatim (an empty
 //!   200, JSON of the wrong shape, a hand-written event stream); [`Reply::truncated`] serves a
 //!   message stream that stops before its finishing events.
@@ -292,6 +293,8 @@ struct Shared {
     stop: Condvar,
     replies_served: AtomicU64,
     tool_calls_served: AtomicU64,
+    /// What `POST /apply-template` answers, as llama.cpp's server does; `None`: a 404.
+    template: Mutex<Option<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -341,6 +344,7 @@ impl ScriptedLlm {
             stop: Condvar::new(),
             replies_served: AtomicU64::new(0),
             tool_calls_served: AtomicU64::new(0),
+            template: Mutex::new(None),
         });
         let thread = {
             let shared = Arc::clone(&shared);
@@ -385,6 +389,12 @@ impl ScriptedLlm {
             .filter(|r| r.api.is_some())
             .cloned()
             .collect()
+    }
+
+    /// Answer `POST /apply-template` as llama.cpp's server does, with `{"prompt": prompt}`
+    /// (no reply is consumed): a client then takes this server for llama.cpp.
+    pub fn serve_template(&self, prompt: &str) {
+        *lock(&self.shared.template) = Some(prompt.to_string());
     }
 
     /// Every request received so far, to any path, in arrival order.
@@ -495,7 +505,16 @@ fn receive(mut request: tiny_http::Request, shared: &Shared) -> (tiny_http::Requ
         _ => None,
     };
 
+    let template = lock(&shared.template).clone();
     let plan_and_usage = match api {
+        None if path == "/apply-template" && method == "POST" && template.is_some() => (
+            Plan::Json {
+                code: 200,
+                body: json!({"prompt": template.unwrap_or_default()}).to_string(),
+                headers: Vec::new(),
+            },
+            None,
+        ),
         None => (
             error_plan(
                 404,

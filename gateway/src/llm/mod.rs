@@ -5,6 +5,7 @@
 //! module owns the HTTP client, retries with backoff, and error classification.
 
 pub mod anthropic;
+pub mod gbnf;
 pub mod local;
 pub mod openai;
 pub mod prompted;
@@ -362,8 +363,12 @@ struct WireState {
     wire: Wire,
     /// Why `wire` is not what the configuration alone gives.
     reason: Option<String>,
-    /// Whether `auto` has asked the server (llama.cpp's `/apply-template`) yet.
+    /// Whether the server has been asked (llama.cpp's `/apply-template`) yet.
     probed: bool,
+    /// Whether the server is llama.cpp (its `/apply-template` answered): a constrained reply
+    /// then travels as covo's own grammar ([`gbnf`]), which holds numbers to their ranges,
+    /// rather than as a JSON schema.
+    grammar: bool,
     /// Calls made in `constrained` mode, for their ids.
     calls: u64,
     /// Whether the server ever answered with a native tool call: then it carries the tools,
@@ -412,8 +417,11 @@ impl HttpModel {
         let wire = Mutex::new(WireState {
             wire: provider.initial_wire(),
             reason: None,
-            probed: provider.tool_calls != ToolCallMode::Auto
-                || provider.kind != ProviderKind::Openai,
+            probed: !matches!(
+                provider.tool_calls,
+                ToolCallMode::Auto | ToolCallMode::Constrained
+            ) || provider.kind != ProviderKind::Openai,
+            grammar: false,
             calls: 0,
             native_calls_seen: false,
         });
@@ -444,11 +452,12 @@ impl HttpModel {
         }
     }
 
-    /// Under `auto`, once: asks a llama.cpp server to render a prompt with one tool
-    /// (`/apply-template`). A template that leaves the tool out, or a server that refuses tools
-    /// (no `--jinja`), means the model would never see them: the tools go into the prompt with
-    /// the reply held to their schemas (`constrained`). Any other answer (Ollama, a hosted API,
-    /// a 404) leaves `native`, and the usage check after each call stays on guard.
+    /// Under `auto` or `constrained`, once: asks a llama.cpp server to render a prompt with one
+    /// tool (`/apply-template`). An answer with a prompt marks the server as llama.cpp, which
+    /// takes covo's grammar. Under `auto`, a template that leaves the tool out, or a server that
+    /// refuses tools (no `--jinja`), means the model would never see them: the tools go into the
+    /// prompt with the reply held to their schemas (`constrained`). Any other answer (Ollama, a
+    /// hosted API, a 404) leaves `native`, and the usage check after each call stays on guard.
     async fn probe(&self, tools: &[&'static ToolSpec]) {
         {
             let mut st = self.wire_state();
@@ -482,6 +491,12 @@ impl HttpModel {
             return;
         };
         let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if status == 200 && v["prompt"].is_string() {
+            self.wire_state().grammar = true;
+        }
+        if p.tool_calls != ToolCallMode::Auto {
+            return;
+        }
         let reason = match (status, v["prompt"].as_str()) {
             (200, Some(prompt)) if !prompt.contains(tool.name) => {
                 "the server's chat template leaves the tools out (llama.cpp /apply-template)"
@@ -652,9 +667,7 @@ impl HttpModel {
         on_text: OnText<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let p = &self.provider;
-        if p.tool_calls == ToolCallMode::Auto && p.kind == ProviderKind::Openai {
-            self.probe(req.tools).await;
-        }
+        self.probe(req.tools).await;
         let wire = self.wire_state().wire;
         let r = self.chat_as(wire, req, on_text).await?;
         if wire != Wire::Native {
@@ -712,7 +725,11 @@ impl HttpModel {
         if !constrained {
             return self.exchange(&body, on_text).await;
         }
-        body["response_format"] = prompted::response_format(req.tools);
+        if self.wire_state().grammar {
+            body["grammar"] = gbnf::reply_grammar(req.tools).into();
+        } else {
+            body["response_format"] = prompted::response_format(req.tools);
+        }
         // The reply is JSON: the user sees the answer inside it, not the JSON.
         let mut r = self.exchange(&body, &mut |_: &str| {}).await?;
         if r.tool_calls.is_empty() {

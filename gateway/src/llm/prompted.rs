@@ -5,9 +5,9 @@
 //! conversation, in a byte-stable form (the same tools give the same bytes), so a server's prompt
 //! cache keeps the whole prefix from turn to turn. The history is re-encoded without the API's
 //! tool fields: a call the model made becomes text in its own message, a result becomes a user
-//! message. `constrained` also sends a JSON schema for the reply (llama.cpp turns it into a
-//! grammar, Ollama into its `format`) under which the model can only write an answer or one call
-//! to a tool sent this turn, with arguments that match that tool's schema.
+//! message. `constrained` also holds the reply to an answer or one call to a tool sent this
+//! turn, with arguments that match that tool's schema: llama.cpp gets covo's grammar
+//! ([`super::gbnf`]), other servers the JSON schema here (Ollama turns it into its `format`).
 
 use super::{ChatRequest, Message, ToolCall};
 use covo_core::plan::{render, Format};

@@ -1000,6 +1000,39 @@ fn constrained_mode_holds_the_reply_to_the_tools_schemas_and_shows_only_the_answ
         .unwrap();
     assert_eq!(branch["properties"]["arguments"], store);
 
+    // A server that answers llama.cpp's /apply-template is llama.cpp: the reply is held by
+    // covo's grammar (numbers in range), not by a JSON schema, and reads the same way.
+    let srv = ScriptedLlm::start(vec![
+        Reply::text(r#"{"name": "memory_store", "arguments": {"text": "figs like shade"}}"#),
+        Reply::text(r#"{"answer": "Noted."}"#),
+    ]);
+    srv.serve_template("<|im_start|>user\nhello<|im_end|>");
+    let mut p = provider(&srv, ProviderKind::Openai);
+    p.tool_calls = covo::llm::ToolCallMode::Constrained;
+    let (mut a, _) = agent_with(&rt, p);
+    let (r, rec) = turn(&mut a, "remember figs like shade");
+    assert_eq!(r.outcome, Outcome::Answer("Noted.".into()));
+    assert_eq!(rec.calls.len(), 1);
+    let all = srv.all_requests();
+    assert_eq!(all[0].path, "/apply-template", "asked once, first");
+    assert_eq!(
+        all.iter().filter(|r| r.path == "/apply-template").count(),
+        1
+    );
+    let reqs = srv.requests();
+    for req in &reqs {
+        assert!(req.body.get("response_format").is_none());
+        let g = req.body["grammar"].as_str().unwrap();
+        assert!(
+            g.starts_with("root ::= ") && g.contains("\"\\\"tool_call\\\"\""),
+            "{g}"
+        );
+    }
+    assert_eq!(
+        reqs[0].body["grammar"], reqs[1].body["grammar"],
+        "byte-stable"
+    );
+
     // A reply cut by max_tokens in the middle of its JSON is reported as such, not shown raw.
     let cut = r#"{"choices":[{"message":{"role":"assistant","content":"{\"answer\": \"It is twen"},"finish_reason":"length"}],"usage":{"prompt_tokens":900,"completion_tokens":1024}}"#;
     let srv = ScriptedLlm::start(vec![Reply::raw("application/json", cut)]);

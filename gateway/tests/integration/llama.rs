@@ -102,12 +102,24 @@ impl Llama {
 
 /// A GET over plain HTTP/1.0 on loopback, for the health check (no client crate needed).
 fn ureq_get(url: &str) -> std::io::Result<String> {
+    http10(url, None, Duration::from_secs(5))
+}
+
+/// One HTTP/1.0 request on loopback: a GET, or a POST of a JSON `body`. The whole response.
+fn http10(url: &str, body: Option<&str>, timeout: Duration) -> std::io::Result<String> {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
     let mut s = std::net::TcpStream::connect(host)?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+    s.set_read_timeout(Some(timeout))?;
+    match body {
+        None => write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?,
+        Some(b) => write!(
+            s,
+            "POST {path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )?,
+    }
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     Ok(out)
@@ -318,4 +330,82 @@ fn a_real_llama_cpp_server_drives_chat_run_doctor_and_a_schedule() {
     );
     let (wire, why) = m.tool_wire().unwrap();
     assert_eq!(wire, Wire::Constrained, "{why:?}");
+}
+
+/// The grammar covo writes (`covo::llm::gbnf`) for the whole catalog, parsed and run by the real
+/// server: sampled hot, with many seeds, every reply is an answer or a call to a catalog tool
+/// whose arguments validate against its schema (numbers in range included, which llama.cpp's
+/// own JSON-schema grammar does not hold). A reply cut by `max_tokens` is the one exception.
+#[test]
+fn covos_grammar_holds_a_real_model_to_every_tools_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Llama::start(dir.path());
+    let tools: Vec<&'static covo_core::spec::ToolSpec> = covo_core::catalog::all().collect();
+    let grammar = covo::llm::gbnf::reply_grammar(&tools);
+    let prompts = [
+        "Set PWM channel 0 to a duty of 10.",
+        "Read register 0x76 on I2C bus 1, 300 bytes.",
+        "Blink GPIO pin 99 for -4 seconds.",
+        "Turn the relay on.",
+        "What's the temperature?",
+        "Search for a tool that plays a sound.",
+    ];
+    let (mut calls, mut answers, mut cut) = (0, 0, 0);
+    for (i, prompt) in prompts.iter().cycle().take(30).enumerate() {
+        let body = json!({
+            "messages": [
+                {"role": "system", "content": "Reply with one JSON object: {\"answer\": …} or {\"name\": tool, \"arguments\": {…}}."},
+                {"role": "user", "content": prompt},
+            ],
+            "grammar": grammar,
+            "max_tokens": 160,
+            "temperature": 1.5,
+            "seed": i,
+        });
+        let text = ureq_post(
+            &format!("{}/v1/chat/completions", l.root()),
+            &body.to_string(),
+        )
+        .unwrap_or_else(|e| panic!("the server refused covo's grammar: {e}; {}", l.log_text()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let choice = &v["choices"][0];
+        let content = choice["message"]["content"].as_str().unwrap_or_default();
+        if choice["finish_reason"] == "length" {
+            cut += 1;
+            continue;
+        }
+        let reply: serde_json::Value = serde_json::from_str(content)
+            .unwrap_or_else(|e| panic!("not JSON under the grammar ({e}): {content}"));
+        if reply.get("answer").is_some() {
+            answers += 1;
+            continue;
+        }
+        let name = reply["name"].as_str().unwrap();
+        let spec = tools.iter().find(|t| t.name == name).unwrap();
+        let schema = spec.params_json();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&reply["arguments"])
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{content}: {errors:?}");
+        calls += 1;
+    }
+    eprintln!(
+        "under covo's grammar: {calls} valid calls, {answers} answers, {cut} cut by max_tokens"
+    );
+    assert!(
+        calls > 0,
+        "the model made no call in 30 replies: {calls}/{answers}/{cut}"
+    );
+}
+
+/// A POST whose answer must be 200: its body.
+fn ureq_post(url: &str, body: &str) -> std::io::Result<String> {
+    let out = http10(url, Some(body), Duration::from_secs(300))?;
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    if !head.contains(" 200 ") {
+        return Err(std::io::Error::other(format!("{head}\n{body}")));
+    }
+    Ok(body.to_string())
 }
