@@ -156,7 +156,8 @@ pub struct AgentConfig {
 #[serde(deny_unknown_fields)]
 pub struct MqttConfig {
     /// Broker URL, `mqtt://HOST:PORT` (default `mqtt://127.0.0.1:1883`), or `mqtts://HOST:PORT`
-    /// for TLS (default port 8883); `$COVO_MQTT_URL` wins.
+    /// for TLS (default port 8883); several, separated by commas, are tried in turn whenever a
+    /// connection fails or is lost. `$COVO_MQTT_URL` wins.
     pub url: Option<String>,
     /// User name for the broker's password authentication.
     pub username: Option<String>,
@@ -188,6 +189,15 @@ impl MqttConfig {
             .filter(|v| !v.is_empty())
             .or_else(|| self.url.clone())
             .unwrap_or_else(|| "mqtt://127.0.0.1:1883".into())
+    }
+
+    /// The broker URL(s) as the log and `covo doctor` show them: each with its secrets masked.
+    pub fn url_shown(&self) -> String {
+        covo_wire::mqtt::split_urls(&self.url())
+            .into_iter()
+            .map(crate::secrets::redact_url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// How to authenticate and encrypt: credentials (`$COVO_MQTT_PASSWORD` wins) and TLS files.

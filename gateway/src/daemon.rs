@@ -358,7 +358,7 @@ pub async fn serve_with(
             rt.config()
                 .mqtt
                 .as_ref()
-                .map(|m| m.url())
+                .map(|m| m.url_shown())
                 .unwrap_or_default(),
             t.chat_in()
         );

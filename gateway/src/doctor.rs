@@ -500,44 +500,62 @@ impl Doctor<'_> {
                 "add [mqtt] url = \"mqtt://HOST:1883\" (docs/config.md)",
             );
         };
-        let url = m.url();
-        let shown = crate::secrets::redact_url(&url);
-        let (tls, rest) = match url.split_once("://") {
-            Some(("mqtts", r)) => (true, r),
-            Some((_, r)) => (false, r),
-            None => (false, url.as_str()),
-        };
-        let hostport = rest.rsplit('@').next().unwrap_or(rest);
-        let hostport = hostport.split('/').next().unwrap_or(hostport);
-        let hostport = if hostport
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-        {
-            hostport.to_string()
-        } else {
-            format!("{hostport}:{}", if tls { 8883 } else { 1883 })
-        };
         let fix = "start the broker (`sudo systemctl status mosquitto`) or correct [mqtt] url";
-        let addrs: Vec<_> = match hostport.to_socket_addrs() {
-            Ok(a) => a.collect(),
-            Err(e) => return Check::fail("broker", format!("{shown}: {e}"), fix),
-        };
-        let mut last = None;
-        for a in addrs {
-            match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
-                Ok(_) => return Check::ok("broker", format!("{shown} accepts connections")),
-                Err(e) => last = Some(e),
-            }
-        }
-        Check::fail(
-            "broker",
-            format!(
-                "{shown} does not answer: {}",
-                last.map_or("no address".into(), |e| e.to_string())
+        let urls = m.url();
+        let results: Vec<Result<String, String>> = covo_wire::mqtt::split_urls(&urls)
+            .into_iter()
+            .map(broker_answers)
+            .collect();
+        let up = results.iter().filter(|r| r.is_ok()).count();
+        let said: Vec<String> = results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| e))
+            .collect();
+        match (up, said.len()) {
+            (0, _) => Check::fail("broker", said.join("; "), fix),
+            (u, n) if u == n => Check::ok("broker", said.join("; ")),
+            _ => Check::warn(
+                "broker",
+                format!("{up} of {} brokers answer: {}", said.len(), said.join("; ")),
+                fix,
             ),
-            fix,
-        )
+        }
     }
+}
+
+/// Whether one broker URL accepts TCP connections: what to say either way.
+fn broker_answers(url: &str) -> Result<String, String> {
+    let shown = crate::secrets::redact_url(url);
+    let (tls, rest) = match url.split_once("://") {
+        Some(("mqtts", r)) => (true, r),
+        Some((_, r)) => (false, r),
+        None => (false, url),
+    };
+    let hostport = rest.rsplit('@').next().unwrap_or(rest);
+    let hostport = hostport.split('/').next().unwrap_or(hostport);
+    let hostport = if hostport
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:{}", if tls { 8883 } else { 1883 })
+    };
+    let addrs: Vec<_> = match hostport.to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    let mut last = None;
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(format!("{shown} accepts connections")),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!(
+        "{shown} does not answer: {}",
+        last.map_or("no address".into(), |e| e.to_string())
+    ))
 }
 
 /// One tiny request offering `sensor_read`: the model answers, and calls the tool.

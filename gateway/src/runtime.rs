@@ -304,7 +304,7 @@ impl Runtime {
                     Ok(link) => {
                         if !link.wait_synced(PEER_SYNC) {
                             tracing::warn!(
-                                url = %crate::secrets::redact_url(&cfg.url()),
+                                url = %cfg.url_shown(),
                                 "MQTT broker not reachable yet"
                             );
                         }

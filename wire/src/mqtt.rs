@@ -147,12 +147,20 @@ impl From<rumqttc::v5::ClientError> for ClientError {
 #[derive(Debug, Clone)]
 pub struct Client(AsyncClient);
 
-/// The connection a [`Client`] talks through, for [`spawn_driver`] to poll.
-pub struct Connection(EventLoop);
+/// The connection a [`Client`] talks through, for [`spawn_driver`] to poll, with the options of
+/// every broker it may use, in the order they are tried.
+pub struct Connection(EventLoop, Vec<MqttOptions>);
 
-/// Connection options made by [`options`].
+/// Connection options made by [`options`]: one set per broker, tried in turn.
 #[derive(Debug, Clone)]
-pub struct Options(MqttOptions);
+pub struct Options(Vec<MqttOptions>);
+
+impl Options {
+    /// How many brokers these options name.
+    pub fn brokers(&self) -> usize {
+        self.0.len()
+    }
+}
 
 /// The message the broker publishes when the connection is lost ([`status_will`]).
 #[derive(Debug, Clone)]
@@ -161,8 +169,9 @@ pub struct Will(LastWill);
 impl Client {
     /// A client with its connection, which does nothing until [`spawn_driver`] polls it.
     pub fn new(options: Options) -> (Client, Connection) {
-        let (c, e) = AsyncClient::new(options.0, QUEUE);
-        (Client(c), Connection(e))
+        let all = options.0;
+        let (c, e) = AsyncClient::new(all[0].clone(), QUEUE);
+        (Client(c), Connection(e, all))
     }
 
     /// Queues a SUBSCRIBE to `filter`.
@@ -563,12 +572,40 @@ fn tls_config(auth: &BrokerAuth) -> Result<rustls::ClientConfig, String> {
 
 /// Client options shared by both sides: NODELAY, credentials, TLS, packet size, queue, and the
 /// Will of a process that owns a presence (`None` for one that publishes no status).
+///
+/// `urls` is one broker URL or several separated by commas (the nodes of a cluster, say): the
+/// driver connects to the first and, each time a connection fails or is lost, tries the next
+/// in turn, after the usual backoff with jitter.
 pub fn options(
-    url: &str,
+    urls: &str,
     auth: &BrokerAuth,
     client_id: &str,
     will: Option<Will>,
 ) -> Result<Options, String> {
+    let all = split_urls(urls)
+        .into_iter()
+        .map(|u| broker_options(u, auth, client_id, will.clone()))
+        .collect::<Result<Vec<_>, String>>()?;
+    if all.is_empty() {
+        return Err("no broker URL is given".into());
+    }
+    Ok(Options(all))
+}
+
+/// The URLs of a comma-separated list, trimmed, empty entries left out.
+pub fn split_urls(urls: &str) -> Vec<&str> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+fn broker_options(
+    url: &str,
+    auth: &BrokerAuth,
+    client_id: &str,
+    will: Option<Will>,
+) -> Result<MqttOptions, String> {
     let addr = parse_url(url)?;
     let mut o = MqttOptions::new(client_id, addr.host, addr.port);
     if addr.tls {
@@ -600,7 +637,7 @@ pub fn options(
     net.set_tcp_nodelay(true);
     net.set_connection_timeout(5);
     o.set_network_options(net);
-    Ok(Options(o))
+    Ok(o)
 }
 
 /// A retained status message, QoS 1.
@@ -674,7 +711,8 @@ pub fn spawn_driver<H: Handler>(
         status_topic,
         limit,
     } = opts;
-    let mut eventloop = connection.0;
+    let Connection(mut eventloop, brokers) = connection;
+    let mut broker = 0usize;
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
@@ -714,7 +752,13 @@ pub fn spawn_driver<H: Handler>(
                                 handler.disconnected(&describe(&e));
                                 failures = failures.saturating_add(1);
                                 let wait = backoff(failures);
-                                tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "MQTT connection lost");
+                                if brokers.len() > 1 {
+                                    // The next broker of the list, in turn.
+                                    broker = (broker + 1) % brokers.len();
+                                    eventloop.options = brokers[broker].clone();
+                                }
+                                let (host, port) = eventloop.options.broker_address();
+                                tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, next = %format!("{host}:{port}"), "MQTT connection lost");
                                 tokio::select! {
                                     s = &mut stop_rx => break s.unwrap_or(Stop::Graceful),
                                     _ = tokio::time::sleep(wait) => {}
@@ -858,6 +902,28 @@ mod tests {
         assert!(options("mqtts://h", &half, "c", will())
             .unwrap_err()
             .contains("go together"));
+    }
+
+    #[test]
+    fn a_list_of_brokers_is_tried_in_order_and_each_url_is_checked() {
+        let none = BrokerAuth::default();
+        let o = options(" mqtt://a:1883, mqtt://b:1884 ,,mqtt://c", &none, "c", None).unwrap();
+        assert_eq!(o.brokers(), 3);
+        let addrs: Vec<(String, u16)> = o.0.iter().map(|m| m.broker_address()).collect();
+        assert_eq!(
+            addrs,
+            [("a".into(), 1883), ("b".into(), 1884), ("c".into(), 1883)]
+        );
+        let (_, conn) = Client::new(o);
+        assert_eq!(
+            conn.0.options.broker_address(),
+            ("a".into(), 1883),
+            "the first one first"
+        );
+        assert!(options("mqtt://a,ws://b", &none, "c", None).is_err());
+        assert!(options(" , ", &none, "c", None)
+            .unwrap_err()
+            .contains("no broker"));
     }
 
     #[test]

@@ -245,7 +245,7 @@ fn network_info(cx: &Cx<'_>, _args: Value) -> Result<Value, CallError> {
         None => json!({"configured": false}),
         Some(m) => json!({
             "configured": true,
-            "url": crate::secrets::redact_url(&m.url()),
+            "url": m.url_shown(),
             "gateway_id": m.gateway_id,
             "peer_connected": cx.peer_connected(),
         }),

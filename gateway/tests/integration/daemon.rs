@@ -492,3 +492,81 @@ fn a_chat_flood_and_a_home_assistant_storm_stay_bounded_and_the_loop_answers() {
     );
     eprintln!("{dropped} drop warnings for 200 Home Assistant commands");
 }
+
+/// `[mqtt] url` with two brokers (two nodes, say): covo runs on the first; when it dies, covo is
+/// back on the second, born there, with Home Assistant's retained state and commands working;
+/// when the second restarts, covo goes round the list past the dead first one and is back again.
+#[test]
+fn with_a_list_of_brokers_the_gateway_moves_to_a_live_one_when_its_broker_dies() {
+    let a = Mosquitto::start();
+    let mut b = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let topic = "covo/gateways/gw1/status";
+    let on_a = raw(a.port(), topic);
+    let on_b = raw(b.port(), topic);
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}, {}\"\ngateway_id = \"gw1\"\n[run]\napprove = true\n",
+        a.url(),
+        b.url()
+    );
+    let daemon = start(dir.path(), &cfg, None, &on_a);
+    assert!(
+        on_b.next_on(topic, Duration::from_millis(500)).is_none(),
+        "on the first broker only"
+    );
+
+    let states = raw(b.port(), "covo/gw1/ha/relay/state");
+    drop(a); // killed: the gateway's connection drops
+    let t0 = Instant::now();
+    let online = |r: &Raw, max: Duration| {
+        let end = Instant::now() + max;
+        while let Some((v, _)) = r.next_on(topic, end.saturating_duration_since(Instant::now())) {
+            if v["status"] == "online" {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(
+        online(&on_b, Duration::from_secs(20)),
+        "not born on the second broker"
+    );
+    eprintln!(
+        "online on the second broker {:?} after the first died",
+        t0.elapsed()
+    );
+    // Home Assistant on the second broker: the switch state (kept there, retained), and a
+    // command obeyed.
+    wait_for(
+        &states,
+        "covo/gw1/ha/relay/state",
+        "OFF",
+        Duration::from_secs(10),
+    );
+    assert_eq!(retained_relay(b.port()), "OFF");
+    std::thread::sleep(Duration::from_millis(300));
+    states
+        .client
+        .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "ON")
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = states
+            .rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+            .expect("the relay's ON state on the second broker");
+        if m.payload == b"ON" {
+            break;
+        }
+    }
+
+    // The second broker restarts (its retained messages gone): round the list, past the dead
+    // first one, and back on the second, born again.
+    b.restart();
+    let again = raw(b.port(), topic);
+    assert!(
+        online(&again, Duration::from_secs(30)),
+        "not back after the restart"
+    );
+    terminate(daemon);
+}

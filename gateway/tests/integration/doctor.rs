@@ -321,6 +321,29 @@ fn the_broker_check_connects_for_real() {
         now: SystemTime::now(),
     };
     assert_eq!(d.broker().status, Status::Ok, "{}", d.broker());
+    // A list (the nodes of a cluster): each is checked; one down of two is a warning that
+    // names it, with any password masked.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let two = with(format!(
+        "mqtt://127.0.0.1:{port}, mqtt://u:hunter2@127.0.0.1:{dead}"
+    ));
+    let d2 = Doctor {
+        root: fixture("non-pi"),
+        config: &two,
+        now: SystemTime::now(),
+    };
+    let b = d2.broker();
+    assert_eq!(b.status, Status::Warn, "{b}");
+    assert!(b.message.starts_with("1 of 2 brokers answer"), "{b}");
+    assert!(
+        b.message
+            .contains(&format!("127.0.0.1:{dead} does not answer")),
+        "{b}"
+    );
+    assert!(!b.message.contains("hunter2"), "{b}");
     drop(listener);
     let b = d.broker();
     assert_eq!(b.status, Status::Fail, "{b}");
