@@ -5,7 +5,8 @@
 #
 #   tests/cross/build.sh                 # both targets
 #   tests/cross/build.sh aarch64         # only the 64-bit build
-#   tests/cross/build.sh armv7           # only the 32-bit build
+#   tests/cross/build.sh armv7           # only the 32-bit ARMv7 build
+#   tests/cross/build.sh armv6           # only the 32-bit ARMv6 build (every 32-bit Pi)
 #   tests/cross/build.sh peer-aarch64    # the cloud peer, covo-peer, for an arm64 machine
 #                                        # (profile release; PEER_PROFILE=pkg-check for CI's
 #                                        # quick unoptimised one)
@@ -23,11 +24,18 @@
 #   denominator of all ARMv7 chips, including ones without NEON; cortex-a7 also schedules for
 #   the in-order pipeline these Pis have. tests/cross/check.sh runs this binary under
 #   `qemu-arm -cpu cortex-a7`, so an instruction a Pi 2 lacks fails there as "Illegal
-#   instruction". ARMv6 (Pi Zero/1) is out of reach: rustup cannot download
-#   arm-unknown-linux-gnueabihf here.
+#   instruction".
+# - arm-unknown-linux-musleabihf, for ARMv6 (ARM1176JZF-S: Pi Zero, Zero W, Pi 1), a static
+#   executable that runs on every 32-bit Raspberry Pi OS, so the armhf package carries it.
+#   `-C target-cpu=arm1176jzf-s`, and the C parts (SQLite, ring) with zig's `-mcpu` to match.
+#   Rust's distribution servers reachable here do not have this target's prebuilt std (rustup
+#   answers 404), so std is compiled from the toolchain's own source (the rust-src component)
+#   with `-Z build-std`, which the stable toolchain takes under RUSTC_BOOTSTRAP=1 for this
+#   build only; the compiler and the source are the same stable release as every other build.
 #
 # Needs: `pip install ziglang cargo-zigbuild` (zig is the C cross compiler for SQLite and ring,
-# and the linker), `rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf`.
+# and the linker), `rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf`,
+# `rustup component add rust-src` (armv6).
 # Artifacts go to $CARGO_TARGET_DIR/cross (default target/cross), apart from the host builds:
 # zig's compiler settings would otherwise invalidate the host build's C parts.
 set -euo pipefail
@@ -45,6 +53,7 @@ installed=$(rustup target list --installed)
 
 for t in "${targets[@]}"; do
   package=covo-gateway bin_name=covo profile=edge
+  build_std=()
   case $t in
     aarch64) triple=aarch64-unknown-linux-musl; zig_triple=$triple ;;
     # The peer is static musl too; it unwinds panics (release, not edge: a panicking tool
@@ -53,11 +62,24 @@ for t in "${targets[@]}"; do
              package=covo-peer bin_name=covo-peer profile=${PEER_PROFILE:-release} ;;
     armv7)   triple=armv7-unknown-linux-gnueabihf; zig_triple=$triple.2.31
              export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-cpu=cortex-a7" ;;
-    *) fail "unknown target $t (aarch64, armv7 or peer-aarch64)" ;;
+    armv6)   triple=arm-unknown-linux-musleabihf; zig_triple=$triple
+             build_std=(-Z build-std=std,panic_abort)
+             # Not self-contained: zig supplies musl's start files and libunwind (the ones rustup ships
+             # come with the prebuilt std, which this build does not have).
+             export CARGO_TARGET_ARM_UNKNOWN_LINUX_MUSLEABIHF_RUSTFLAGS="-C target-cpu=arm1176jzf-s -C link-self-contained=no"
+             export CFLAGS_arm_unknown_linux_musleabihf="-mcpu=arm1176jzf_s" ;;
+    *) fail "unknown target $t (aarch64, armv7, armv6 or peer-aarch64)" ;;
   esac
-  grep -qx "$triple" <<<"$installed" || fail "the Rust target $triple is missing: rustup target add $triple"
+  if [ ${#build_std[@]} -gt 0 ]; then
+    [ -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std" ] \
+      || fail "the Rust source is missing (std for $triple is built from it): rustup component add rust-src"
+  else
+    grep -qx "$triple" <<<"$installed" || fail "the Rust target $triple is missing: rustup target add $triple"
+  fi
   start=$(date +%s)
-  cargo zigbuild --profile "$profile" -p "$package" --bin "$bin_name" --target "$zig_triple" --target-dir "$out_dir" >&2 \
+  bootstrap=(); [ ${#build_std[@]} -gt 0 ] && bootstrap=(RUSTC_BOOTSTRAP=1)
+  env "${bootstrap[@]}" cargo zigbuild "${build_std[@]}" --profile "$profile" -p "$package" --bin "$bin_name" \
+    --target "$zig_triple" --target-dir "$out_dir" >&2 \
     || fail "cargo zigbuild --profile $profile -p $package --bin $bin_name --target $zig_triple failed"
   profile_dir=$profile; [ "$profile" = dev ] && profile_dir=debug
   bin=$out_dir/$triple/$profile_dir/$bin_name

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and checks the Debian packages (README, "Install on a Raspberry Pi"):
-# - covo_<version>-1_arm64.deb from the aarch64 musl build and covo_<version>-1_armhf.deb
-#   (variant armhf) from the armv7 glibc build, both made by tests/cross/build.sh;
+# - covo_<version>-1_arm64.deb from the aarch64 musl build and covo_<version>-1_armhf.deb from
+#   the ARMv6 musl build (every 32-bit Raspberry Pi OS, Pi Zero and Pi 1 included), both static
+#   and made by tests/cross/build.sh;
 # - covo-peer_<version>-1_amd64.deb from `cargo build --release -p covo-peer`, and
 #   covo-peer_<version>-1_arm64.deb from its static aarch64 musl build
 #   (`tests/cross/build.sh peer-aarch64`). PEER_PROFILE picks another profile for both: CI checks
@@ -74,9 +75,9 @@ for p in ${PACKAGES:-arm64 armhf peer peer-arm64}; do
         --target aarch64-unknown-linux-musl --output "$out/covo_${version}-1_arm64.deb" >&2
       check "$out/covo_${version}-1_arm64.deb" covo.service covo ;;
     armhf)
-      bin=$(bash tests/cross/build.sh armv7 | tail -n 1)
-      CARGO_TARGET_DIR=$target_dir/cross cargo deb -p covo-gateway --variant armhf --no-build --no-strip \
-        --profile edge --target armv7-unknown-linux-gnueabihf --output "$out/covo_${version}-1_armhf.deb" >&2
+      bin=$(bash tests/cross/build.sh armv6 | tail -n 1)
+      CARGO_TARGET_DIR=$target_dir/cross cargo deb -p covo-gateway --no-build --no-strip --profile edge \
+        --target arm-unknown-linux-musleabihf --output "$out/covo_${version}-1_armhf.deb" >&2
       check "$out/covo_${version}-1_armhf.deb" covo.service covo ;;
     peer)
       # PEER_PROFILE=dev packages a debug build (a quick check of the packaging alone).
