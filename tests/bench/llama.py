@@ -19,7 +19,8 @@ It prints:
    validate against that tool's JSON schema (checked here with `jsonschema` against
    `covo tools prompt`; a call the text reader could not read is never audited and counts as
    invalid). Beside it: how many of those also passed covo's own checks beyond the schema
-   (typed parsing: an address that is not a number, an empty search), from the audit log.
+   (typed parsing: an address that is not a number, an empty search), from the audit log, and
+   of all the calls made, how many were schema-valid (constrained mode's target: all).
 
 Run it with a Python that has `jsonschema` (the tests' venv: target/venv-tests/bin/python).
 With `--write docs/benchmarks.md` its output also replaces that page's "Local models" section
@@ -57,8 +58,7 @@ def write_section(page, text, when):
              f"{os.cpu_count()} cores, against a real llama.cpp server on 127.0.0.1 (tests/llama/setup.sh). "
              "Time to first token is measured through covo (`covo chat -m` with `max_tokens = 1`); the "
              "valid-call rates come from covo's audit log, each call checked against the JSON schema "
-             "the model was sent. Where two times are given, parts 1 and 2 come from the first run "
-             "(`--ttft-only`, on a quiet machine) and part 3 from the second.\n\n"
+             "the model was sent.\n\n"
              "`target/venv-tests/bin/python tests/bench/llama.py --prompts 102` (all three parts; `--ttft-only` for 1 and 2)\n\n"
              f"```\n{text.rstrip().replace(ROOT + '/', '')}\n```\n{END}\n")
     old = open(page).read() if os.path.exists(page) else ""
