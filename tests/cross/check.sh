@@ -95,7 +95,7 @@ for t in "${targets[@]}"; do
       grep -q NEEDED <<<"$(readelf -dW "$bin")" && fail "$bin needs shared libraries"
       arch=$(readelf -AW "$bin" | sed -n 's/.*Tag_CPU_arch: //p')
       [ "$arch" = v6KZ ] || [ "$arch" = v6 ] || fail "$bin is built for CPU architecture '$arch', not ARMv6"
-      readelf -AW "$bin" | grep -q 'Tag_ABI_VFP_args: VFP registers' || fail "$bin is not hard-float"
+      grep -q 'Tag_ABI_VFP_args: VFP registers' <<<"$(readelf -AW "$bin")" || fail "$bin is not hard-float"
       # The target is 8 MiB, as for aarch64; ARM-mode code (ARMv6 has no Thumb-2) makes this
       # build about 16% larger than the aarch64 one, so it is held at 10 MiB for now (see the
       # stop notes), and no larger.
