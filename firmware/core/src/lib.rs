@@ -22,7 +22,7 @@ mod pty;
 #[cfg(feature = "std")]
 pub mod sim;
 #[cfg(feature = "std")]
-pub use pty::{spawn_pty_sim, SimHandle};
+pub use pty::{spawn_pty_sim, spawn_pty_sim_with_bootsel, SimHandle};
 
 pub use covo_mcu_protocol as protocol;
 use covo_mcu_protocol::{
@@ -59,6 +59,12 @@ pub trait Board {
         write: &[u8],
         read: &mut [u8],
     ) -> Result<(), DeviceError>;
+    /// Whether this board can reboot into a bootloader that takes a new firmware (the RP2040's
+    /// BOOTSEL drive). The reboot itself is the firmware's: it asks
+    /// [`Device::take_bootloader_request`] after each [`Device::step`], once the answer is out.
+    fn bootloader(&self) -> bool {
+        false
+    }
 }
 
 /// The byte transport a firmware's main loop drives: USB CDC-ACM on the RP2040, a UART on the
@@ -87,6 +93,7 @@ pub struct Device<B: Board> {
     next_adc_ms: u32,
     adc_bits: u8,
     adc_vref_mv: u16,
+    bootloader: bool,
 }
 
 impl<B: Board> Device<B> {
@@ -102,7 +109,14 @@ impl<B: Board> Device<B> {
             next_adc_ms: 0,
             adc_bits: info.adc_bits,
             adc_vref_mv: info.adc_vref_mv,
+            bootloader: false,
         }
+    }
+
+    /// Whether the host asked for the bootloader since the last call; the answer has been sent
+    /// by then, so the firmware flushes its link and reboots.
+    pub fn take_bootloader_request(&mut self) -> bool {
+        core::mem::take(&mut self.bootloader)
     }
 
     /// Feed received bytes; every complete response/event frame to send goes to `tx`.
@@ -271,6 +285,13 @@ impl<B: Board> Device<B> {
             }
             RequestBody::Subscribe { events } => {
                 self.subscribe(events);
+                Ok(ResponseBody::Done)
+            }
+            RequestBody::Bootloader => {
+                if !b.bootloader() {
+                    return Err(DeviceError::Unsupported);
+                }
+                self.bootloader = true;
                 Ok(ResponseBody::Done)
             }
         }

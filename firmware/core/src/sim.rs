@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use covo_mcu_protocol::{heapless::String, DeviceError, DeviceInfo, PinCaps, PinMode};
+use covo_mcu_protocol::{heapless::String, DeviceError, DeviceInfo, PinCaps, PinMode, NAME_LEN};
 
 use crate::Board;
 
@@ -47,7 +47,12 @@ pub struct SimBoard {
     pins: [Pin; SIM_PINS as usize],
     clock: Clock,
     i2c: crate::RegisterFile,
+    firmware: String<NAME_LEN>,
+    bootloader: bool,
 }
+
+/// The name a fresh [`SimBoard`] reports: `covo-sim` and this crate's version.
+pub const SIM_FIRMWARE: &str = concat!("covo-sim ", env!("CARGO_PKG_VERSION"));
 
 impl Default for SimBoard {
     fn default() -> Self {
@@ -69,7 +74,25 @@ impl SimBoard {
             pins: [Pin::default(); SIM_PINS as usize],
             clock: Clock::Real(Instant::now()),
             i2c: crate::RegisterFile::new(i2c_regs),
+            firmware: String::try_from(SIM_FIRMWARE).unwrap_or_default(),
+            bootloader: false,
         }
+    }
+
+    /// Reports `name` as its firmware from now on (cut to [`NAME_LEN`] bytes), as a board
+    /// flashed with another image would.
+    pub fn set_firmware(&mut self, name: &str) {
+        let mut end = name.len().min(NAME_LEN);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.firmware = String::try_from(&name[..end]).unwrap_or_default();
+    }
+
+    /// Whether [`crate::Device`] accepts a bootloader request (the pty simulation with a
+    /// BOOTSEL drive sets it).
+    pub fn set_bootloader(&mut self, bootloader: bool) {
+        self.bootloader = bootloader;
     }
 
     /// A board whose uptime only moves with [`SimBoard::advance_ms`], for deterministic tests.
@@ -133,8 +156,7 @@ impl SimBoard {
 impl Board for SimBoard {
     fn info(&self) -> DeviceInfo {
         DeviceInfo {
-            firmware: String::try_from(concat!("covo-sim ", env!("CARGO_PKG_VERSION")))
-                .unwrap_or_default(),
+            firmware: self.firmware.clone(),
             board: String::try_from("sim-rp2040").unwrap_or_default(),
             uptime_ms: self.uptime_ms(),
             pins: (0..SIM_PINS)
@@ -149,6 +171,10 @@ impl Board for SimBoard {
             pwm: true,
             i2c: true,
         }
+    }
+
+    fn bootloader(&self) -> bool {
+        self.bootloader
     }
 
     fn uptime_ms(&self) -> u32 {

@@ -59,10 +59,12 @@
 extern crate std;
 
 mod frame;
+mod stamp;
 
 pub use frame::{decode, encode, FrameError, FrameReader};
 /// The `heapless` this contract is written with, so firmware and host name the same types.
 pub use heapless;
+pub use stamp::{find_stamp, stamp, stamped_name, Stamp, STAMP_LEN, STAMP_MAGIC};
 
 use heapless::{String, Vec};
 use postcard_schema::key::hash::fnv1a64::hash_ty_path;
@@ -192,6 +194,11 @@ pub enum RequestBody {
         /// What to stream.
         events: EventMask,
     },
+    /// Reboot into the board's own bootloader so a new firmware can be written (the RP2040's
+    /// BOOTSEL mode: a USB drive named `RPI-RP2` that takes a UF2 file). The device answers
+    /// [`ResponseBody::Done`] first, then reboots; a board without one answers
+    /// [`DeviceError::Unsupported`].
+    Bootloader,
 }
 
 /// How a pin is configured. [`PinCaps::modes`] is a bitmask of [`PinMode::bit`].
@@ -350,6 +357,8 @@ pub enum DeviceError {
     Busy,
     /// A firmware bug or unexpected hardware state.
     Internal,
+    /// This board cannot do that at all (e.g. [`RequestBody::Bootloader`] without a bootloader).
+    Unsupported,
 }
 
 /// An unsolicited notification enabled by [`RequestBody::Subscribe`].

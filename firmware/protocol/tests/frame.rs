@@ -66,6 +66,7 @@ fn every_request_body() -> std::vec::Vec<RequestBody> {
                 adc_channels: 0b1,
             },
         },
+        RequestBody::Bootloader,
     ]
 }
 
@@ -104,6 +105,7 @@ fn every_device_message() -> std::vec::Vec<DeviceMessage> {
         DeviceError::SchemaMismatch,
         DeviceError::Busy,
         DeviceError::Internal,
+        DeviceError::Unsupported,
     ];
     let mut all: std::vec::Vec<DeviceMessage> = ok
         .into_iter()
@@ -279,6 +281,7 @@ fn kind_of_request(body: &RequestBody) -> &'static str {
         RequestBody::PwmSet { .. } => "request PwmSet",
         RequestBody::I2cTransfer { .. } => "request I2cTransfer",
         RequestBody::Subscribe { .. } => "request Subscribe",
+        RequestBody::Bootloader => "request Bootloader",
     }
 }
 
@@ -306,6 +309,7 @@ fn kind_of_device_message(msg: &DeviceMessage) -> &'static str {
             DeviceError::SchemaMismatch => "error SchemaMismatch",
             DeviceError::Busy => "error Busy",
             DeviceError::Internal => "error Internal",
+            DeviceError::Unsupported => "error Unsupported",
         },
         DeviceMessage::Event(e) => match e {
             Event::PinChange { .. } => "event PinChange",
@@ -326,6 +330,7 @@ const ALL_KINDS: &[&str] = &[
     "request PwmSet",
     "request I2cTransfer",
     "request Subscribe",
+    "request Bootloader",
     "response Hello (DeviceInfo, 29 pins)",
     "response Pong",
     "response Info (DeviceInfo, 4 pins)",
@@ -345,6 +350,7 @@ const ALL_KINDS: &[&str] = &[
     "error SchemaMismatch",
     "error Busy",
     "error Internal",
+    "error Unsupported",
     "event PinChange",
     "event Adc",
 ];
@@ -461,6 +467,7 @@ fn request() -> impl Strategy<Value = Request> {
             }
         ),
         event_mask().prop_map(|events| RequestBody::Subscribe { events }),
+        Just(RequestBody::Bootloader),
     ];
     (any::<u16>(), body).prop_map(|(seq, body)| Request { seq, body })
 }
@@ -519,6 +526,7 @@ fn device_error() -> impl Strategy<Value = DeviceError> {
         Just(DeviceError::SchemaMismatch),
         Just(DeviceError::Busy),
         Just(DeviceError::Internal),
+        Just(DeviceError::Unsupported),
     ]
 }
 

@@ -22,6 +22,13 @@ use crate::uart::Uart;
 /// QEMU runs the lm3s6965 from its reset clock: RCC's SYSDIV field gives 80 ns, so 12.5 MHz.
 const SYSCLK_HZ: u32 = 12_500_000;
 
+/// This image's stamp: the gateway reads it from the ELF before `mcu_flash` loads it, and the
+/// device reports the name in it. (This board has no bootloader: it is flashed by restarting
+/// QEMU on the new image, a `command` flash method.)
+#[used]
+pub static STAMP: [u8; covo_mcu_protocol::STAMP_LEN] =
+    covo_mcu_protocol::stamp(concat!("covo ", env!("CARGO_PKG_VERSION")));
+
 /// Milliseconds since boot, counted by SysTick.
 static UPTIME_MS: AtomicU32 = AtomicU32::new(0);
 

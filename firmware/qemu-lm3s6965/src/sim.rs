@@ -82,9 +82,11 @@ impl Board for SimBoard {
             i2c: true,
         };
         // Both fit in 16 bytes.
+        // The name stored in the image's stamp, so what the device reports is what the gateway
+        // read from the file before it flashed it.
         let _ = info
             .firmware
-            .push_str(concat!("covo ", env!("CARGO_PKG_VERSION")));
+            .push_str(covo_mcu_protocol::stamped_name(&crate::STAMP));
         let _ = info.board.push_str("lm3s6965-qemu");
         for pin in 0..PINS {
             let _ = info.pins.push(PinCaps {

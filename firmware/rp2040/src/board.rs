@@ -166,6 +166,11 @@ impl Pico {
 }
 
 impl Board for Pico {
+    /// The boot ROM's USB mass-storage bootloader (`main` reboots into it).
+    fn bootloader(&self) -> bool {
+        true
+    }
+
     fn info(&self) -> DeviceInfo {
         let mut info = DeviceInfo {
             firmware: Default::default(),
@@ -178,9 +183,11 @@ impl Board for Pico {
             pwm: true,
             i2c: true,
         };
+        // The name stored in the image's stamp, so what the device reports is what the gateway
+        // read from the file before it flashed it.
         let _ = info
             .firmware
-            .push_str(concat!("covo ", env!("CARGO_PKG_VERSION")));
+            .push_str(covo_mcu_protocol::stamped_name(&crate::STAMP));
         let _ = info.board.push_str("rp2040-pico");
         for pin in LISTED {
             let modes = if I2C_PINS.contains(&pin) {

@@ -27,6 +27,16 @@ use covo_mcu_core::{Device, Link};
 #[used]
 pub static BOOT2_FIRMWARE: [u8; 256] = rp2040_boot2::BOOT_LOADER_W25Q080;
 
+/// This image's stamp: the gateway reads it from the UF2 before `mcu_flash` writes it, and the
+/// device reports the name in it.
+#[used]
+pub static STAMP: [u8; covo_mcu_protocol::STAMP_LEN] =
+    covo_mcu_protocol::stamp(concat!("covo ", env!("CARGO_PKG_VERSION")));
+
+/// USB polls given to the answer of a bootloader request before the reboot, so the host reads
+/// it (about 50 ms at the loop's pace).
+const FLUSH_POLLS: u32 = 50_000;
+
 /// The Pico's crystal.
 const XOSC_HZ: u32 = 12_000_000;
 /// Raspberry Pi's vendor id and the Pico's CDC product id.
@@ -141,5 +151,13 @@ fn main() -> ! {
     loop {
         // Events are polled on every pass, whether or not the host sent anything.
         device.step(&mut link);
+        if device.take_bootloader_request() {
+            // The `Done` has been queued: let the host read it, then reboot into the boot ROM's
+            // USB mass-storage bootloader (the RPI-RP2 drive), where `mcu_flash` writes a UF2.
+            for _ in 0..FLUSH_POLLS {
+                link.poll();
+            }
+            hal::rom_data::reset_to_usb_boot(0, 0);
+        }
     }
 }
