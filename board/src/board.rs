@@ -156,6 +156,48 @@ pub struct DeviceDef {
     pub sample_interval_secs: Option<u64>,
     /// A note for people.
     pub note: Option<String>,
+    /// How `mcu_flash` writes a new firmware to it (`mcu` devices only).
+    pub flash: Option<FlashDef>,
+}
+
+/// `flash = { method = "uf2" }` on an `mcu` device: how `mcu_flash` writes a new firmware.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlashDef {
+    /// The method.
+    pub method: FlashMethod,
+    /// `uf2`: where the BOOTSEL drive is mounted (default: the first `RPI-RP2` under `/media/*`
+    /// or `/run/media/*`; on the sim board, the simulation's own drive).
+    pub drive: Option<PathBuf>,
+    /// `probe-rs`: the target chip, as `probe-rs chip list` names it (`STM32F411CEUx`).
+    pub chip: Option<String>,
+    /// `command`: the program and its arguments; `{image}` becomes the image's path and
+    /// `{port}` the device's serial port path.
+    pub command: Option<Vec<String>>,
+}
+
+/// How an image reaches a microcontroller's flash.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlashMethod {
+    /// Reboot into the RP2040's USB bootloader over the covo link and copy a UF2 file onto its
+    /// `RPI-RP2` drive; no probe or button needed.
+    Uf2,
+    /// `probe-rs download` through an SWD/JTAG probe (STM32, nRF, RP2040 with a debug probe).
+    ProbeRs,
+    /// A program of the maker's choice (`espflash`, `avrdude`, `openocd`, a script).
+    Command,
+}
+
+impl FlashMethod {
+    /// The name used in the board file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlashMethod::Uf2 => "uf2",
+            FlashMethod::ProbeRs => "probe-rs",
+            FlashMethod::Command => "command",
+        }
+    }
 }
 
 /// Limits of one PWM channel.
@@ -473,6 +515,35 @@ impl BoardDef {
         check_pwm(&policy.pwm, &[K("policy"), K("pwm")], &|c| {
             format!("`policy.pwm` channel {c}")
         })?;
+        for (i, d) in self.device.iter().enumerate() {
+            let Some(f) = &d.flash else { continue };
+            if d.driver != Driver::Mcu {
+                return Err(invalid(
+                    i,
+                    "flash",
+                    format!(
+                        "`flash` on device '{}': it is a '{}' device, and only mcu devices are flashed",
+                        d.name, d.driver
+                    ),
+                ));
+            }
+            let needs = match f.method {
+                FlashMethod::ProbeRs if f.chip.as_deref().is_none_or(str::is_empty) => {
+                    Some("`method = \"probe-rs\"` needs `chip` (see `probe-rs chip list`)")
+                }
+                FlashMethod::Command if f.command.as_ref().is_none_or(|c| c.is_empty()) => {
+                    Some("`method = \"command\"` needs `command = [\"program\", \"arg\", ...]`")
+                }
+                _ => None,
+            };
+            if let Some(needs) = needs {
+                return Err(invalid(
+                    i,
+                    "flash",
+                    format!("`flash` on device '{}': {needs}", d.name),
+                ));
+            }
+        }
         let mcus: Vec<&str> = self
             .device
             .iter()

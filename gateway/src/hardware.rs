@@ -310,6 +310,12 @@ pub enum Access {
         /// Bytes read.
         read: usize,
     },
+    /// Writes a new firmware image into a microcontroller's flash (after rebooting it into its
+    /// bootloader): everything it runs changes.
+    McuFlash {
+        /// The MCU device.
+        device: String,
+    },
 }
 
 /// The most bytes a combined write-then-read may write and still be a read: one register
@@ -406,6 +412,12 @@ impl Board {
             } => p
                 .check_mcu_i2c(device, *address, *written > 0)
                 .and_then(|_| p.check_transfer((*written).max(*read))),
+            // The device was resolved to a declared mcu when the call was parsed; approval is
+            // the tool's effect (destructive), so what is left here is a read-only board.
+            Access::McuFlash { device } => p.check_writable().map_err(|r| Refusal {
+                detail: format!("{}: mcu_flash would rewrite '{device}'", r.detail),
+                ..r
+            }),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! sensor driver's multi-step read and a raw `i2c_read` never interleave.
 
 use crate::backend::{SerialIo, SpiDev};
-use crate::board::{BoardDef, DeviceDef, SerialDef};
+use crate::board::{BoardDef, DeviceDef, FlashDef, FlashMethod, SerialDef};
 use crate::bus::{BusError, DynI2c, Edge, EdgeEvent, Line, Pwm};
 use crate::driver::Driver;
 use crate::resolve::ResolveError;
@@ -62,6 +62,17 @@ pub enum HwError {
     /// The board could not be opened.
     #[error("cannot open the board: {0}")]
     Open(String),
+}
+
+/// Where and how one microcontroller is flashed ([`Hardware::mcu_flash_target`]).
+#[derive(Debug, Clone)]
+pub struct FlashTarget {
+    /// The board file's `flash`.
+    pub flash: FlashDef,
+    /// The BOOTSEL drive: configured, or the simulation's; `None` means "look under /media".
+    pub drive: Option<std::path::PathBuf>,
+    /// The serial port's path now, when it can be found.
+    pub port: Option<String>,
 }
 
 /// A name the board definition does not resolve is a `NotFound` like any other.
@@ -698,6 +709,83 @@ impl Hardware {
         links.get(name).map(|l| (l.info().cloned(), l.stats()))
     }
 
+    /// Starts (once) the host simulation of MCU `name`, the firmware behind a real pty (the
+    /// same client code path as a real port); returns the pty's path and, when its `flash`
+    /// method is `uf2`, its simulated BOOTSEL drive (the board file's `drive`, else a directory
+    /// of this process under the temporary directory).
+    fn mcu_sim(&self, name: &str) -> Result<(String, Option<std::path::PathBuf>), HwError> {
+        let d = self.device(name)?;
+        let mut sims = self.mcu_sims.lock().unwrap_or_else(|p| p.into_inner());
+        if !sims.contains_key(name) {
+            let started = match d.flash.as_ref().filter(|f| f.method == FlashMethod::Uf2) {
+                Some(f) => {
+                    let drive = f.drive.clone().unwrap_or_else(|| {
+                        // One per simulation, also with several boards in one process.
+                        static SIMS: std::sync::atomic::AtomicU64 =
+                            std::sync::atomic::AtomicU64::new(0);
+                        let n = SIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        std::env::temp_dir()
+                            .join(format!("covo-bootsel-{}-{n}-{name}", std::process::id()))
+                    });
+                    covo_mcu_core::spawn_pty_sim_with_bootsel(&drive)
+                }
+                None => covo_mcu_core::spawn_pty_sim(),
+            };
+            let (_, handle) = started.map_err(|e| {
+                HwError::Open(format!("cannot start the simulated microcontroller: {e}"))
+            })?;
+            sims.insert(name.to_string(), handle);
+        }
+        let sim = &sims[name];
+        Ok((
+            sim.path().to_string(),
+            sim.bootsel_drive().map(|p| p.to_path_buf()),
+        ))
+    }
+
+    /// Closes the link to MCU `name`, so the next call connects and shakes hands afresh: for
+    /// when the device goes away on purpose (a reboot into its bootloader).
+    pub fn mcu_forget(&self, name: &str) {
+        let mut links = self.mcus.lock().unwrap_or_else(|p| p.into_inner());
+        links.remove(name);
+    }
+
+    /// How MCU `name` is flashed: its board file's `flash`, the path of its serial port now,
+    /// and (on the sim board) its simulated BOOTSEL drive.
+    pub fn mcu_flash_target(&self, name: &str) -> Result<FlashTarget, HwError> {
+        let d = self.device(name)?;
+        let flash = d.flash.clone().ok_or_else(|| {
+            HwError::NotFound(format!(
+                "microcontroller '{name}' declares no `flash` in the board file \
+                 (a Pico: flash = {{ method = \"uf2\" }}; an SWD probe: \
+                 flash = {{ method = \"probe-rs\", chip = \"…\" }})"
+            ))
+        })?;
+        let port = d.port.clone().ok_or_else(|| {
+            HwError::NotFound(format!("microcontroller '{name}' declares no port"))
+        })?;
+        let sdef = self.serial_def(&port)?.clone();
+        if sdef.path.as_deref() == Some("sim:mcu") {
+            let (path, drive) = self.mcu_sim(name)?;
+            return Ok(FlashTarget {
+                drive: drive.or(flash.drive.clone()),
+                flash,
+                port: Some(path),
+            });
+        }
+        let path = match &sdef.usb {
+            Some(usb) => crate::backend::match_port(usb, &crate::backend::list_ports())
+                .ok()
+                .map(|p| p.path.clone()),
+            None => sdef.path.clone(),
+        };
+        Ok(FlashTarget {
+            drive: flash.drive.clone(),
+            flash,
+            port: path,
+        })
+    }
+
     fn mcu_opener(&self, name: &str) -> Result<crate::mcu::Opener, HwError> {
         let d = self.device(name)?;
         let port = d.port.clone().ok_or_else(|| {
@@ -706,15 +794,7 @@ impl Hardware {
         let sdef = self.serial_def(&port)?.clone();
         let baud = sdef.baud.unwrap_or(115_200);
         if sdef.path.as_deref() == Some("sim:mcu") {
-            // The host simulation of the firmware, behind a real pty: same client code path.
-            let mut sims = self.mcu_sims.lock().unwrap_or_else(|p| p.into_inner());
-            if !sims.contains_key(name) {
-                let (_, handle) = covo_mcu_core::spawn_pty_sim().map_err(|e| {
-                    HwError::Open(format!("cannot start the simulated microcontroller: {e}"))
-                })?;
-                sims.insert(name.to_string(), handle);
-            }
-            let path = sims[name].path().to_string();
+            let path = self.mcu_sim(name)?.0;
             return Ok(Box::new(move || open_serial_port(&path, baud)));
         }
         Ok(Box::new(move || {

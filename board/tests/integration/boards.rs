@@ -516,3 +516,55 @@ fn a_serial_device_on_a_port_that_cannot_exist_is_refused_where_it_is_written() 
     assert_eq!(line, line_of(&text, "ttyUSB0") - 1);
     assert!(shown.contains("twice"), "{shown}");
 }
+
+#[test]
+fn a_flash_method_is_read_and_checked_where_it_is_written() {
+    use covo_board::board::FlashMethod;
+    let with =
+        |flash: &str| FULL.replace("port = \"pico\"\n", &format!("port = \"pico\"\n{flash}\n"));
+    let text = with(r#"flash = { method = "uf2", drive = "/media/pi/RPI-RP2" }"#);
+    let def = BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap();
+    let f = def.device("pico").unwrap().flash.clone().unwrap();
+    assert_eq!(f.method, FlashMethod::Uf2);
+    assert_eq!(f.drive.as_deref(), Some(Path::new("/media/pi/RPI-RP2")));
+    let text =
+        with(r#"flash = { method = "command", command = ["espflash", "flash", "{image}"] }"#);
+    let def = BoardDef::parse(&text, Path::new("boards/t.toml")).unwrap();
+    assert_eq!(
+        def.device("pico")
+            .unwrap()
+            .flash
+            .as_ref()
+            .unwrap()
+            .command
+            .as_ref()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    for (flash, says) in [
+        (r#"flash = { method = "probe-rs" }"#, "needs `chip`"),
+        (
+            r#"flash = { method = "command", command = [] }"#,
+            "needs `command",
+        ),
+        (r#"flash = { method = "command" }"#, "needs `command"),
+    ] {
+        let text = with(flash);
+        let (line, shown) = refused(&text, "flash");
+        assert_eq!(line, line_of(&text, flash), "{shown}");
+        assert!(shown.contains(says), "{shown}");
+    }
+    // An unknown method is a parse error naming the ones there are.
+    let (_, _, message) = parse_err(&with(r#"flash = { method = "dfu" }"#));
+    assert!(message.contains("probe-rs"), "{message}");
+    // Only a microcontroller is flashed.
+    let text = GOOD.replace(
+        "address = 0x77\n",
+        "address = 0x77\nflash = { method = \"uf2\" }\n",
+    );
+    let (line, shown) = refused(&text, "flash");
+    assert_eq!(line, line_of(&text, "flash ="));
+    assert!(shown.contains("only mcu devices"), "{shown}");
+}

@@ -222,6 +222,7 @@ mod tests {
             port: None,
             sample_interval_secs: None,
             note: None,
+            flash: None,
         }
     }
 
