@@ -182,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn the_gateway_platform_under_full_selects_the_forty_edge_tools() {
+    fn the_gateway_platform_under_full_selects_the_forty_one_edge_tools() {
         let (owned, ts) = setup("full");
         let p = plan(
             &owned,
@@ -191,7 +191,7 @@ mod tests {
             &everything,
         )
         .unwrap();
-        assert_eq!(p.visible.len(), 40);
+        assert_eq!(p.visible.len(), 41);
         assert_eq!(
             names(&p)[..7],
             [
@@ -231,7 +231,7 @@ mod tests {
             }
         })
         .unwrap();
-        assert_eq!(p.visible.len(), 35);
+        assert_eq!(p.visible.len(), 36);
         assert!(p.visible.iter().all(|t| t.toolset != "i2c"));
     }
 

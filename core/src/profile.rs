@@ -194,7 +194,7 @@ mod tests {
         let none = BTreeMap::new();
         let count = |p: &str| resolve(&cat, p, &none).unwrap().tools.len();
         assert_eq!(count("minimal"), 7);
-        assert_eq!(count("full"), 115);
+        assert_eq!(count("full"), 116);
         let edge = resolve(&cat, "edge", &none).unwrap();
         assert!(edge.owns("i2c_scan") && edge.owns("tool_search"));
         assert!(!edge.owns("shell_exec"), "edge must not own coding tools");

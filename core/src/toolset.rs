@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(got, ts.resolve(&["bench"]).unwrap());
         // Overlapping composites do not duplicate: edge already includes core.
         let both = ts.resolve(&["edge", "core"]).unwrap();
-        assert_eq!(both.len(), 40);
+        assert_eq!(both.len(), 41);
     }
 
     #[test]

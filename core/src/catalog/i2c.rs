@@ -49,7 +49,7 @@ pub static I2C_WRITE_READ: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "Write bytes, then read count bytes, in one repeated-start transaction. One written byte (a register pointer) is a read; more is a write, allowed only where i2c_write is.",
+        description: "Write data, then read count bytes (repeated start). More than a 1-byte register pointer counts as a write.",
  params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"data":{"type":["array","string"],"description":"e.g. \"d0 01\""},"count":{"type":"integer"}},"required":["address","data","count"],"additionalProperties":false}"#,
  keywords: "i2c write then read combined transaction repeated start restart command response query register pointer i2ctransfer twi iic smbus",
 };
@@ -61,7 +61,7 @@ pub static I2C_READ_REGISTER: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "Read count register values of width bits (big-endian) from an I2C device, starting at register. Sends a one-byte register address; register_width 16 sends two, which counts as a write.",
+        description: "Read count big-endian values of width bits from an I2C device, from register on; register_width 16 counts as a write.",
  params: r#"{"type":"object","properties":{"bus":{"type":"integer"},"address":{"type":["integer","string"],"description":"e.g. 0x76"},"register":{"type":["integer","string"]},"count":{"type":"integer"},"width":{"enum":[8,16],"default":8},"register_width":{"enum":[8,16],"default":8}},"required":["address","register"],"additionalProperties":false}"#,
  keywords: "i2c register read reg chip id who am i whoami status config calibration dump peek i2cget i2cdump sensor register 0xd0 twi iic smbus",
 };

@@ -12,7 +12,7 @@ pub static MCU_LIST: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "List attached microcontrollers with port, firmware version and link health.",
+        description: "List attached microcontrollers: port, firmware, link health.",
  params: r#"{"type":"object","properties":{},"additionalProperties":false}"#,
  keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached list which connected boards firmware version link health online usb serial microcontrollers plugged",
 };
@@ -36,7 +36,7 @@ pub static MCU_GPIO_READ: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "Read a pin (0 or 1) on an attached microcontroller.",
+        description: "Read a microcontroller pin (0 or 1).",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"}},"required":["pin"],"additionalProperties":false}"#,
  keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached pin gpio read input digital level state digitalread",
 };
@@ -48,7 +48,7 @@ pub static MCU_GPIO_WRITE: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Actuate,
-        description: "Drive a pin on an attached microcontroller high (1) or low (0).",
+        description: "Drive a microcontroller pin high (1) or low (0).",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"pin":{"type":"integer"},"level":{"enum":[0,1]}},"required":["pin","level"],"additionalProperties":false}"#,
  keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached pin gpio write output drive toggle high low on off digitalwrite",
 };
@@ -60,7 +60,7 @@ pub static MCU_ADC_READ: ToolSpec = ToolSpec {
         profiles: Profiles::EDGE,
         runs: Runs::Gateway,
         effect: Effect::Read,
-        description: "Read an ADC channel on an attached microcontroller; returns raw and mV.",
+        description: "Read a microcontroller ADC channel; returns raw and mV.",
  params: r#"{"type":"object","properties":{"device":{"type":"string"},"channel":{"type":"integer"}},"required":["channel"],"additionalProperties":false}"#,
  keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached adc analog input voltage volts millivolts mv potentiometer analogread battery level raw counts a0 read",
 };
@@ -89,6 +89,18 @@ pub static MCU_I2C_TRANSFER: ToolSpec = ToolSpec {
  keywords: "microcontroller mcu arduino pico rp2040 esp32 esp8266 stm32 nrf52 teensy attached i2c transfer write read scan transaction bus sensor wire twi",
 };
 
+/// `mcu_flash`.
+pub static MCU_FLASH: ToolSpec = ToolSpec {
+        name: "mcu_flash",
+        toolset: TOOLSET,
+        profiles: Profiles::EDGE,
+        runs: Runs::Gateway,
+        effect: Effect::Destructive,
+        description: "Write a firmware file to a microcontroller; returns the version it then runs.",
+ params: r#"{"type":"object","properties":{"device":{"type":"string"},"image":{"type":"string","description":"file in firmware/"}},"required":["image"],"additionalProperties":false}"#,
+ keywords: "microcontroller mcu arduino pico rp2040 esp32 stm32 nrf52 attached flash firmware update upgrade reflash program reprogram install new image uf2 bootsel bootloader probe-rs swd jtag elf bin version",
+};
+
 /// The specs of this toolset, in catalog order.
 pub static SPECS: &[&ToolSpec] = &[
     &MCU_LIST,
@@ -98,4 +110,5 @@ pub static SPECS: &[&ToolSpec] = &[
     &MCU_ADC_READ,
     &MCU_PWM_SET,
     &MCU_I2C_TRANSFER,
+    &MCU_FLASH,
 ];

@@ -48,7 +48,7 @@ pub static SENSOR_EXPORT_CSV: ToolSpec = ToolSpec {
     profiles: Profiles::EDGE,
     runs: Runs::Gateway,
     effect: Effect::Read,
-    description: "Export a sensor's stored readings over a window as a CSV artifact.",
+    description: "Export a sensor's stored readings as a CSV artifact.",
     params: r#"{"type":"object","properties":{"sensor":{"type":"string","description":"e.g. climate"},"quantity":{"type":"string"},"window":{"type":"string","description":"e.g. 24h"},"since":{"type":"string"},"until":{"type":"string"}},"required":["sensor"],"additionalProperties":false}"#,
     keywords:
         "export csv download save file spreadsheet excel dump data log readings history table",

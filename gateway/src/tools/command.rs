@@ -16,6 +16,10 @@ const MAX_STDERR: usize = 4096;
 
 /// A program on `$PATH`, as a shell would find it.
 pub fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        // A path (a board file's flash command may name a script).
+        return Some(PathBuf::from(name)).filter(|p| p.is_file());
+    }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))

@@ -31,6 +31,12 @@ pub(crate) static TOOLS: &[ToolDef] = &[
             run: mcu_i2c_transfer,
         },
     ),
+    ToolDef::typed(
+        &c::MCU_FLASH,
+        &Typed {
+            run: super::mcu_flash::mcu_flash,
+        },
+    ),
 ];
 
 /// The microcontroller a call means: the named one, or the board's only one.

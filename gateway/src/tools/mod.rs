@@ -42,6 +42,8 @@ pub mod i2c;
 #[cfg(feature = "hal")]
 pub(crate) mod mcu;
 #[cfg(feature = "hal")]
+pub(crate) mod mcu_flash;
+#[cfg(feature = "hal")]
 pub mod sensors;
 #[cfg(feature = "hal")]
 pub(crate) mod serial;

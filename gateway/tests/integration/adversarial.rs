@@ -17,7 +17,7 @@
 //! Case count: `COVO_ADVERSARIAL_CASES` is the total number of generated cases over all paths and
 //! tools (default 20 000, spread evenly over the six paths; every tool gets at least one case
 //! per path; the unreachable-broker variant of the direct path adds one path's share, so the
-//! default run makes 7 × 115 × 29 = 23 345 cases). To run it
+//! default run makes 7 × 116 × 29 = 23 548 cases). To run it
 //! longer by hand:
 //!
 //! ```text

@@ -59,7 +59,7 @@ fn tools_list_json_lists_every_tool_the_default_full_profile_owns() {
     let env = Env::new();
     let v = env.json(&["tools", "list", "--json"]);
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.len(), 115);
+    assert_eq!(rows.len(), 116);
     for r in rows {
         for key in [
             "name",
@@ -303,9 +303,9 @@ fn toolsets_lists_and_resolves_and_a_cycle_exits_2_naming_the_path() {
         .find(|t| t["name"] == "edge")
         .unwrap();
     assert_eq!(edge["kind"], "composite");
-    assert_eq!(edge["tools"].as_array().unwrap().len(), 40);
+    assert_eq!(edge["tools"].as_array().unwrap().len(), 41);
     let hw = env.json(&["toolsets", "hardware", "--json"]);
-    assert_eq!(hw.as_array().unwrap().len(), 30);
+    assert_eq!(hw.as_array().unwrap().len(), 31);
     let cfg =
         env.write_config("[toolsets.a]\nincludes = [\"b\"]\n[toolsets.b]\nincludes = [\"a\"]\n");
     let out = env.covo(&["toolsets", "--config", &cfg]);
@@ -337,8 +337,8 @@ fn config_is_found_through_covo_config_then_the_working_directory() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v.as_array().unwrap().len(),
-        75,
-        "the edge profile owns 75 tools"
+        76,
+        "the edge profile owns 76 tools"
     );
 }
 

@@ -238,7 +238,7 @@ fn policy_refusals_name_their_rule_directly_and_through_tool_call() {
 
 /// Pseudo-terminal creation (`ptsname`) is not thread-safe: tests in this process that open
 /// ptys take this lock.
-static PTY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static PTY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn scripted() -> (Runtime, SimBoard) {
     let sim = SimBoard::new();

@@ -153,29 +153,41 @@ fn llm_section(l: &Llama, mode: &str) -> String {
     )
 }
 
-/// Every call the agent made, from the audit log: (tool, outcome).
-fn audited(home: &Path) -> Vec<(String, String)> {
+/// Every call the agent made, from the audit log: (tool, outcome, arguments).
+fn audited(home: &Path) -> Vec<(String, String, String)> {
     let store = Store::open_in(home).unwrap();
     let conn = store.conn();
     let mut st = conn
-        .prepare("SELECT tool, outcome FROM audit ORDER BY id")
+        .prepare("SELECT tool, outcome, args FROM audit ORDER BY id")
         .unwrap();
     let rows = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
     rows
 }
 
-/// What a constrained reply may never produce: a call to no tool or with invalid arguments.
-fn assert_no_bad_calls(calls: &[(String, String)]) {
-    for (tool, outcome) in calls {
+/// What a constrained reply may never produce: a call to no tool, unreadable JSON, or arguments
+/// outside the tool's schema. A grammar holds a reply to the schema only; a rule no schema can
+/// state (todo_write's "at most one item in progress") may still be broken, and is answered
+/// with `invalid_arguments` like any other: such a call is checked against the schema here.
+fn assert_no_bad_calls(calls: &[(String, String, String)]) {
+    for (tool, outcome, args) in calls {
+        let bad = match outcome.as_str() {
+            "unknown_tool" | "malformed_json" => true,
+            "invalid_arguments" => {
+                let spec = covo_core::catalog::all()
+                    .find(|t| t.name == tool.as_str())
+                    .unwrap_or_else(|| panic!("{tool} is not a catalog tool"));
+                let schema = jsonschema::validator_for(&spec.params_json()).unwrap();
+                let args: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
+                !schema.is_valid(&args)
+            }
+            _ => false,
+        };
         assert!(
-            !matches!(
-                outcome.as_str(),
-                "unknown_tool" | "malformed_json" | "invalid_arguments"
-            ),
+            !bad,
             "a constrained call failed validation: {tool} → {outcome} ({calls:?})"
         );
     }

@@ -29,6 +29,8 @@ mod llama;
 mod mcp_client;
 #[cfg(feature = "mcp")]
 mod mcp_server;
+#[cfg(feature = "hal")]
+mod mcu_flash;
 mod name_literals;
 mod patch;
 mod peer_protocol_doc;

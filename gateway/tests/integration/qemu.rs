@@ -344,3 +344,140 @@ fn mcu_pin_changes_and_adc_thresholds_fire_watches_and_survive_a_restart() {
     assert_eq!(watch(&rt, &s, &on_pin["id"])["fired_count"], 2);
     drop(qemu);
 }
+
+/// `mcu_flash`'s `command` method on the QEMU "board": the command stops the running QEMU,
+/// boots the new image and points the port's symlink at the new pty, as a re-plugged board's
+/// by-id link would move.
+const FLASH_SCRIPT: &str = r#"#!/bin/sh
+set -eu
+dir=$(dirname "$0")
+if [ -f "$dir/qemu.pid" ]; then kill "$(cat "$dir/qemu.pid")" 2>/dev/null || true; fi
+rm -f "$dir/qemu.out"
+qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -nographic -monitor none \
+  -semihosting-config enable=on,target=native -serial pty -kernel "$1" \
+  </dev/null >"$dir/qemu.out" 2>/dev/null &
+echo $! >"$dir/qemu.pid"
+i=0
+until grep "char device redirected to" "$dir/qemu.out" >/dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -lt 400 ] || exit 1; sleep 0.05
+done
+pty=$(sed -n 's/^char device redirected to \([^ ]*\).*/\1/p' "$dir/qemu.out")
+ln -sfn "$pty" "$dir/mcu-tty"
+"#;
+
+/// The image with its stamp's name replaced by `name` (the stamp is found as the gateway finds
+/// it); `flip_hash` also changes the schema hash, as an image of another covo version has.
+fn restamped(image: &[u8], name: &str, flip_hash: bool) -> Vec<u8> {
+    let at = image
+        .windows(8)
+        .position(|w| w == covo_mcu_protocol::STAMP_MAGIC)
+        .expect("the image carries a stamp");
+    let mut out = image.to_vec();
+    let name_at = at + 18;
+    out[at + 17] = name.len() as u8;
+    out[name_at..name_at + 16].fill(0);
+    out[name_at..name_at + name.len()].copy_from_slice(name.as_bytes());
+    if flip_hash {
+        out[at + 9] ^= 0xff;
+    }
+    out
+}
+
+#[test]
+fn the_qemu_firmware_is_flashed_by_restarting_qemu_on_a_new_image_and_reports_its_stamp() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("mcu-tty");
+    let script = dir.path().join("flash.sh");
+    std::fs::write(&script, FLASH_SCRIPT).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let board = dir.path().join("board.toml");
+    let text = board_toml(&link).replace(
+        "port = \"qemu\"\n",
+        &format!(
+            "port = \"qemu\"\nflash = {{ method = \"command\", command = [\"{}\", \"{{image}}\"] }}\n",
+            script.display()
+        ),
+    );
+    std::fs::write(&board, text).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("firmware")).unwrap();
+    let original = std::fs::read(image()).unwrap();
+    std::fs::write(
+        home.join("firmware/covo-next.elf"),
+        restamped(&original, "covo-next 0.2.0", false),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join("firmware/covo-other.elf"),
+        restamped(&original, "covo-other 9.0", true),
+    )
+    .unwrap();
+
+    let qemu = Qemu::start();
+    let pid_file = dir.path().join("qemu.pid");
+    std::fs::write(&pid_file, qemu.child.id().to_string()).unwrap();
+    point(&link, &qemu.pty);
+
+    let def = BoardDef::load(&board).unwrap();
+    let mut opts = covo::tools::options(Config::default());
+    opts.board = Some(Arc::new(Board::from_def(def)));
+    opts.approver = Box::new(covo::runtime::AutoApprove);
+    opts.home = Some(home.clone());
+    let rt = Runtime::new(opts)
+        .unwrap()
+        .with_store(Store::in_memory().unwrap());
+    let s = Session::new("qemu-flash", "cli");
+    let info = rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    let before = info["info"]["firmware"].as_str().unwrap().to_string();
+    assert!(before.starts_with("covo "), "{info}");
+
+    // An image of another schema is refused before QEMU is touched.
+    let r = rt.call(
+        &s,
+        Via::Direct,
+        "mcu_flash",
+        json!({"image": "covo-other.elf"}),
+    );
+    assert!(format!("{r:?}").contains("this gateway speaks"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap(),
+        qemu.child.id().to_string(),
+        "QEMU was restarted for a refused image"
+    );
+
+    let r = rt
+        .call(
+            &s,
+            Via::Direct,
+            "mcu_flash",
+            json!({"image": "covo-next.elf"}),
+        )
+        .unwrap();
+    let new_pid = std::fs::read_to_string(&pid_file).unwrap();
+    // Whatever happens next, the QEMU the script started goes away with the test.
+    struct KillOnDrop(String);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").arg(self.0.trim()).status();
+        }
+    }
+    let _new = KillOnDrop(new_pid.clone());
+    assert_ne!(new_pid.trim(), qemu.child.id().to_string());
+    assert_eq!(r["method"], "command");
+    assert_eq!(r["firmware_before"], before.as_str());
+    assert_eq!(r["firmware"], "covo-next 0.2.0", "{r}");
+    assert_eq!(r["running_expected"], true);
+    assert_eq!(r["board"], "lm3s6965-qemu");
+    // A fresh request over the link reads the version the new image reports.
+    let info = rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    assert_eq!(info["info"]["firmware"], "covo-next 0.2.0", "{info}");
+    let g = rt.call(
+        &s,
+        Via::Direct,
+        "mcu_gpio_write",
+        json!({"pin": 2, "level": 1}),
+    );
+    assert!(g.is_ok(), "{g:?}");
+    drop(qemu);
+}

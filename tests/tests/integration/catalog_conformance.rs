@@ -57,7 +57,7 @@ fn registry_has_exactly_the_catalog_tools_in_catalog_order() {
     let cat = catalog();
     let names: Vec<&str> = registry().iter().map(|t| t.name).collect();
     let expected: Vec<&str> = cat.tool.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names.len(), 115);
+    assert_eq!(names.len(), 116);
     assert_eq!(names, expected);
 }
 
@@ -95,7 +95,7 @@ fn every_tool_is_in_exactly_one_basic_toolset_and_none_is_orphaned() {
     }
     // Nothing is orphaned: `full` reaches every tool, and every basic toolset is reached by it.
     let full = ts.resolve(&["full"]).unwrap();
-    assert_eq!(full.len(), 115);
+    assert_eq!(full.len(), 116);
     for b in &basics {
         assert!(
             b.tools.iter().all(|t| full.contains(t)),
@@ -121,8 +121,8 @@ fn composites_match_the_catalog_and_all_resolve() {
     let reg = registry();
     let ts = Toolsets::new(&reg, &BTreeMap::new()).unwrap();
     ts.validate().unwrap();
-    assert_eq!(ts.resolve(&["edge"]).unwrap().len(), 40);
-    assert_eq!(ts.resolve(&["hardware"]).unwrap().len(), 30);
+    assert_eq!(ts.resolve(&["edge"]).unwrap().len(), 41);
+    assert_eq!(ts.resolve(&["hardware"]).unwrap().len(), 31);
 }
 
 #[test]
