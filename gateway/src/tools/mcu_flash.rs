@@ -257,6 +257,16 @@ pub(crate) fn mcu_flash(cx: &Cx<'_>, args: Flash) -> Result<Value, CallError> {
     match method {
         FlashMethod::Uf2 => flash_uf2(cx, &hw, &args.device, &target, &bytes)?,
         FlashMethod::ProbeRs => {
+            if super::command::find_program("probe-rs").is_none() {
+                return Err(ToolError::Failed {
+                    tool: cx.tool.name.into(),
+                    message: "probe-rs is not installed on this gateway".into(),
+                    hint: Some(
+                        "cargo install probe-rs-tools (then plug in the debug probe)".into(),
+                    ),
+                }
+                .into());
+            }
             hw.mcu_forget(&args.device);
             let chip = target.flash.chip.clone().unwrap_or_default();
             let image = path.to_string_lossy().into_owned();
