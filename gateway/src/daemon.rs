@@ -334,6 +334,7 @@ pub async fn serve_with(
         None => crate::exec::Session::new("swarm", "swarm"),
     });
     if let (Some(l), Some(t)) = (link, &topics) {
+        l.set_board(&rt.board().def().board.name);
         let ha = ha_topics(l);
         if swarm_topic.is_some() {
             let served = rt.swarm_served();

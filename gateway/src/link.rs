@@ -23,6 +23,13 @@ use std::time::{Duration, Instant};
 pub const SUB_QUEUE: usize = 256;
 /// How many calls may wait for their answers at once; more are refused at once.
 pub const MAX_PENDING: usize = 256;
+/// The most other gateways remembered from their retained status. Beyond it an offline one
+/// (the longest known) makes room; when all are online a newcomer is not listed, and counted.
+pub const MAX_MEMBERS: usize = 16_384;
+/// The most tool names kept from one member's birth, and the longest name, software or board
+/// string kept: a birth cannot make a member large.
+pub const MAX_MEMBER_TOOLS: usize = 512;
+const MAX_MEMBER_TEXT: usize = 64;
 
 /// Whether this process owns the gateway's presence (`P/gateways/G/status`: its birth, its
 /// `offline`, its Will). Only `covo run` does; a CLI command beside it connects with its own
@@ -83,6 +90,12 @@ struct State {
     gateways: BTreeMap<String, Member>,
     /// The tools this gateway serves to the swarm (listed in its birth).
     served: Vec<String>,
+    /// The board named in this gateway's birth.
+    board: Option<String>,
+    /// When the current connection came up (Unix seconds), for the birth's `since`.
+    online_since: u64,
+    /// Gateways not listed because [`MAX_MEMBERS`] were known and all online.
+    members_dropped: u64,
     /// Why the last connection attempt failed or dropped.
     last_error: Option<String>,
     /// How many CONNACKs so far: a change means the link came back (perhaps to a restarted
@@ -101,6 +114,12 @@ pub struct Member {
     pub tools: Vec<String>,
     /// When this gateway learned that status, in Unix seconds.
     pub since_unix: u64,
+    /// The software its birth names (`covo 0.1.0`).
+    pub software: Option<String>,
+    /// The board its birth names.
+    pub board: Option<String>,
+    /// When, by its birth, its connection came up (Unix seconds).
+    pub online_since: Option<u64>,
 }
 
 /// A message delivered to a local subscriber.
@@ -164,10 +183,11 @@ impl Handler for GatewayHandler {
             let mut st = self.shared.lock();
             st.connected = true;
             st.connects += 1;
+            st.online_since = unix_now();
             let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
             fs.sort();
             fs.dedup();
-            (fs, st.served.clone())
+            (fs, birth(&st))
         };
         self.shared.changed.notify_all();
         // One SUBSCRIBE for all of them: one SUBACK, after which one sync message follows the
@@ -178,7 +198,7 @@ impl Handler for GatewayHandler {
             Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
         }
         if self.presence == Presence::Owner {
-            publish_birth(client, &self.topics.gateway_status(&self.gateway), served);
+            publish_birth(client, &self.topics.gateway_status(&self.gateway), &served);
         }
     }
 
@@ -225,19 +245,8 @@ impl Handler for GatewayHandler {
                 return;
             }
             let status: Option<Status> = serde_json::from_slice(&p.payload).ok();
-            let online = status.as_ref().is_some_and(Status::is_online);
-            let member = Member {
-                id: gw.to_string(),
-                online,
-                tools: status
-                    .filter(|_| online)
-                    .map(|s| s.tools)
-                    .unwrap_or_default(),
-                since_unix: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0),
-            };
+            let member = member(gw, status);
+            let online = member.online;
             tracing::info!(gateway = gw, online, "swarm member status");
             let mut st = self.shared.lock();
             if !online {
@@ -247,7 +256,7 @@ impl Handler for GatewayHandler {
                 // A cleared retained status: the gateway is gone for good.
                 st.gateways.remove(gw);
             } else {
-                st.gateways.insert(gw.to_string(), member);
+                remember(&mut st, member);
             }
             drop(st);
             self.shared.changed.notify_all();
@@ -589,17 +598,27 @@ impl PeerLink {
 
     /// Sets the tools this gateway serves to the swarm and republishes its birth with them.
     pub fn set_served(&self, tools: Vec<String>) {
-        let connected = {
+        self.update_birth(|st| st.served = tools);
+    }
+
+    /// Names this gateway's board in its birth (for fleet views) and republishes it.
+    pub fn set_board(&self, board: &str) {
+        self.update_birth(|st| st.board = Some(board.to_string()));
+    }
+
+    /// How many gateways were not listed because [`MAX_MEMBERS`] online ones were known.
+    pub fn members_dropped(&self) -> u64 {
+        self.shared.lock().members_dropped
+    }
+
+    fn update_birth(&self, f: impl FnOnce(&mut State)) {
+        let (connected, b) = {
             let mut st = self.shared.lock();
-            st.served = tools.clone();
-            st.connected
+            f(&mut st);
+            (st.connected, birth(&st))
         };
         if connected && self.presence == Presence::Owner {
-            publish_birth(
-                &self.client,
-                &self.topics.gateway_status(&self.gateway),
-                tools,
-            );
+            publish_birth(&self.client, &self.topics.gateway_status(&self.gateway), &b);
         }
     }
 
@@ -894,6 +913,82 @@ fn peer_gone(st: &mut State, peer: &str, tools: &[String]) {
 }
 
 /// Gateway `gw` went offline: its waiting swarm calls end at once.
+/// A member as its status describes it, every field bounded.
+fn member(id: &str, status: Option<Status>) -> Member {
+    let cut = |t: Option<String>| {
+        t.map(|mut t| {
+            let mut end = t.len().min(MAX_MEMBER_TEXT);
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            t.truncate(end);
+            t
+        })
+    };
+    let online = status.as_ref().is_some_and(Status::is_online);
+    let status = status.filter(|_| online);
+    let (mut tools, software, board, online_since) = match status {
+        Some(s) => (s.tools, cut(s.software), cut(s.board), s.since),
+        None => (Vec::new(), None, None, None),
+    };
+    tools.truncate(MAX_MEMBER_TOOLS);
+    tools.retain(|t| t.len() <= MAX_MEMBER_TEXT);
+    Member {
+        id: id.to_string(),
+        online,
+        tools,
+        since_unix: unix_now(),
+        software,
+        board,
+        online_since,
+    }
+}
+
+/// Keeps `m`, within [`MAX_MEMBERS`]: a new id beyond it replaces the offline member known
+/// longest, or is not kept when every member is online.
+fn remember(st: &mut State, m: Member) {
+    if !st.gateways.contains_key(&m.id) && st.gateways.len() >= MAX_MEMBERS {
+        let oldest_offline = st
+            .gateways
+            .values()
+            .filter(|g| !g.online)
+            .min_by_key(|g| g.since_unix)
+            .map(|g| g.id.clone());
+        match oldest_offline {
+            Some(id) => {
+                st.gateways.remove(&id);
+            }
+            None => {
+                st.members_dropped += 1;
+                tracing::warn!(
+                    gateway = m.id,
+                    max = MAX_MEMBERS,
+                    "too many gateways on the broker: this one is not listed"
+                );
+                return;
+            }
+        }
+    }
+    st.gateways.insert(m.id.clone(), m);
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// This gateway's birth, from the link's state.
+fn birth(st: &State) -> Status {
+    Status {
+        software: Some(concat!("covo ", env!("CARGO_PKG_VERSION")).into()),
+        board: st.board.clone(),
+        since: Some(st.online_since),
+        ..Status::online(st.served.clone())
+    }
+}
+
 fn gateway_gone(st: &mut State, gw: &str) {
     let hit: Vec<String> = st
         .pending
@@ -1094,5 +1189,53 @@ mod tests {
             Err(ToolError::Failed { message, .. }) => assert!(message.contains("(boom)")),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn online(id: &str) -> Member {
+        member(id, Some(Status::online(vec!["sensor_read".into()])))
+    }
+
+    #[test]
+    fn the_member_list_is_bounded_and_makes_room_by_dropping_offline_gateways_first() {
+        let mut st = State::default();
+        for i in 0..MAX_MEMBERS {
+            remember(&mut st, online(&format!("gw-{i}")));
+        }
+        remember(&mut st, member("gw-7", Some(Status::offline())));
+        assert_eq!(st.gateways.len(), MAX_MEMBERS);
+        // A newcomer takes the offline one's place.
+        remember(&mut st, online("new-1"));
+        assert_eq!(st.gateways.len(), MAX_MEMBERS);
+        assert!(st.gateways.contains_key("new-1") && !st.gateways.contains_key("gw-7"));
+        // With every member online a newcomer is counted, not kept; known ids still update.
+        remember(&mut st, online("new-2"));
+        assert_eq!(st.gateways.len(), MAX_MEMBERS);
+        assert!(!st.gateways.contains_key("new-2"));
+        assert_eq!(st.members_dropped, 1);
+        remember(&mut st, member("gw-9", Some(Status::offline())));
+        assert!(!st.gateways["gw-9"].online);
+    }
+
+    #[test]
+    fn a_birth_cannot_make_a_member_large() {
+        let huge = Status {
+            software: Some("é".repeat(1000)),
+            board: Some("b".repeat(1000)),
+            since: Some(5),
+            ..Status::online(
+                (0..5000)
+                    .map(|i| format!("tool_{i}"))
+                    .chain(["x".repeat(500)])
+                    .collect(),
+            )
+        };
+        let m = member("gw", Some(huge));
+        assert!(m.software.as_ref().unwrap().len() <= MAX_MEMBER_TEXT);
+        assert_eq!(m.board.as_ref().unwrap().len(), MAX_MEMBER_TEXT);
+        assert_eq!(m.tools.len(), MAX_MEMBER_TOOLS);
+        assert_eq!(m.online_since, Some(5));
+        // An offline status keeps nothing from a birth.
+        let gone = member("gw", Some(Status::offline()));
+        assert!(gone.tools.is_empty() && gone.software.is_none() && !gone.online);
     }
 }

@@ -135,7 +135,15 @@ impl Handler for PeerHandler {
         if let Err(e) = client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
             tracing::warn!(error = %e, "peer subscribe failed");
         }
-        let birth = serde_json::to_vec(&Status::online(self.host.tools())).unwrap_or_default();
+        let birth = Status {
+            software: Some(concat!("covo-peer ", env!("CARGO_PKG_VERSION")).into()),
+            since: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs()),
+            ..Status::online(self.host.tools())
+        };
+        let birth = serde_json::to_vec(&birth).unwrap_or_default();
         let _ = client.try_publish(
             self.topics.peer_status(&self.id),
             QoS::AtLeastOnce,

@@ -845,9 +845,9 @@ fn describe(e: &rumqttc::v5::ConnectionError) -> String {
     }
 }
 
-/// Publishes a retained `online` birth listing `tools` (never blocks).
-pub fn publish_birth(client: &Client, topic: &str, tools: Vec<String>) {
-    let birth = serde_json::to_vec(&Status::online(tools)).unwrap_or_default();
+/// Publishes a retained birth (never blocks).
+pub fn publish_birth(client: &Client, topic: &str, birth: &Status) {
+    let birth = serde_json::to_vec(birth).unwrap_or_default();
     let _ = client.try_publish(topic, QoS::AtLeastOnce, true, birth);
 }
 

@@ -184,6 +184,15 @@ pub struct Status {
     /// The tools served: by a peer, or by a gateway to the swarm (births only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// The software and its version, e.g. `covo 0.1.0` (births only; optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub software: Option<String>,
+    /// A gateway's board, by the name in its board file (births only; optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
+    /// When this connection came up, in Unix seconds (births only; optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
 }
 
 impl Status {
@@ -193,6 +202,9 @@ impl Status {
             status: "online".into(),
             version: Some(VERSION),
             tools,
+            software: None,
+            board: None,
+            since: None,
         }
     }
 
@@ -202,6 +214,9 @@ impl Status {
             status: "offline".into(),
             version: None,
             tools: Vec::new(),
+            software: None,
+            board: None,
+            since: None,
         }
     }
 
@@ -334,6 +349,19 @@ mod tests {
             birth,
             serde_json::json!({"status":"online","version":1,"tools":["plot_series"]})
         );
+        let full = Status {
+            software: Some("covo 0.1.0".into()),
+            board: Some("greenhouse".into()),
+            since: Some(1_700_000_000),
+            ..Status::online(vec![])
+        };
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            serde_json::json!({"status":"online","version":1,"software":"covo 0.1.0","board":"greenhouse","since":1_700_000_000u64})
+        );
+        // A birth from before these fields still reads.
+        let old: Status = serde_json::from_str(r#"{"status":"online","version":1}"#).unwrap();
+        assert_eq!(old, Status::online(vec![]));
         let will = serde_json::to_value(Status::offline()).unwrap();
         assert_eq!(will, serde_json::json!({"status":"offline"}));
         let e = serde_json::to_value(Response::err("c", "failed", "boom")).unwrap();

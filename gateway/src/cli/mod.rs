@@ -34,6 +34,7 @@ struct Cli {
 
 pub mod chat;
 pub mod doctor;
+pub mod fleet;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod run;
@@ -44,6 +45,28 @@ enum StoreCmd {
     Stats,
     /// Prune every table to its `[store]` limits now, in small batches; print what went.
     Prune,
+}
+
+#[derive(Subcommand)]
+enum FleetCmd {
+    /// Call TOOL on every online gateway that serves it (or on each --gateway), through each
+    /// one's own pipeline and policy, at most 8 at once; one result per gateway. Exits 1 when
+    /// any failed.
+    Call {
+        /// A gateway to call (repeatable; default: every online gateway serving TOOL).
+        #[arg(long = "gateway", value_name = "ID")]
+        gateways: Vec<String>,
+        /// One JSON line per gateway.
+        #[arg(long)]
+        json: bool,
+        /// The deadline shared by all the calls (ms).
+        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// The tool.
+        tool: String,
+        /// Its arguments as JSON (default `{}`).
+        args: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -124,6 +147,21 @@ enum Command {
     /// The Telegram bot (`[telegram]`): let users in.
     #[command(subcommand)]
     Telegram(TelegramCmd),
+    /// The gateways on the MQTT broker (`[mqtt]`), from their retained births and Wills: id,
+    /// online or offline since when, software, board, tools served to the swarm.
+    Fleet {
+        #[command(subcommand)]
+        call: Option<FleetCmd>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Only the online gateways.
+        #[arg(long)]
+        online: bool,
+        /// How long to wait for the retained statuses after connecting (ms).
+        #[arg(long, value_name = "MS", default_value_t = 3000)]
+        wait_ms: u64,
+    },
     /// List toolsets, or print one toolset's resolved tool names.
     Toolsets {
         /// A toolset to resolve.
@@ -371,6 +409,45 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Toolsets { name, json } => toolsets(&config, name, json),
         Command::Tools(cmd) => tools(config, cmd),
         Command::Store(cmd) => store_cmd(&config, cmd),
+        Command::Fleet {
+            call,
+            json,
+            online,
+            wait_ms,
+        } => {
+            let cfg = config.mqtt.as_ref().ok_or_else(|| {
+                usage("covo fleet needs an [mqtt] section: the broker the gateways are on")
+            })?;
+            let link =
+                crate::link::PeerLink::start_as(cfg, crate::link::Presence::None).map_err(usage)?;
+            if !link.wait_synced(std::time::Duration::from_millis(wait_ms)) {
+                eprintln!("covo fleet: the broker's retained statuses did not all arrive within {wait_ms} ms");
+            }
+            match call {
+                None => fleet::list(&link, online, json),
+                Some(FleetCmd::Call {
+                    gateways,
+                    json,
+                    timeout_ms,
+                    tool,
+                    args,
+                }) => {
+                    let args: Value = match args {
+                        Some(a) => serde_json::from_str(&a)
+                            .map_err(|e| usage(format!("ARGS is not JSON: {e}")))?,
+                        None => json!({}),
+                    };
+                    fleet::call(
+                        &link,
+                        &gateways,
+                        &tool,
+                        args,
+                        std::time::Duration::from_millis(timeout_ms),
+                        json,
+                    )
+                }
+            }
+        }
         Command::Telegram(TelegramCmd::Pair { code }) => telegram_pair(&config, &code),
         Command::Telegram(TelegramCmd::Allow { id }) => {
             let store = crate::store::Store::open_in(&config.home_dir())?;

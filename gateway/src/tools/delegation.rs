@@ -20,7 +20,10 @@ pub(crate) static TOOLS: &[ToolDef] = &[
 ];
 
 fn member_json(m: &Member) -> Value {
-    json!({"gateway": m.id, "online": m.online, "tools": m.tools, "since_unix": m.since_unix})
+    json!({
+        "gateway": m.id, "online": m.online, "tools": m.tools, "since_unix": m.since_unix,
+        "software": m.software, "board": m.board, "online_since": m.online_since,
+    })
 }
 
 #[derive(Deserialize)]

@@ -1227,3 +1227,180 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
         "only the two proper calls ran"
     );
 }
+
+/// `covo fleet --json` from a machine of its own on the broker.
+fn fleet_json(dir: &std::path::Path, cfg: &str) -> Value {
+    let out = covo(dir, cfg).args(["fleet", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn fleet_member<'v>(fleet: &'v Value, id: &str) -> Option<&'v Value> {
+    fleet["gateways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["gateway"] == id)
+}
+
+#[test]
+fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_their_policy() {
+    let broker = Mosquitto::start();
+    let cfg = |id: &str, extra: &str| {
+        format!(
+            "[mqtt]\nurl = \"{}\"\ngateway_id = \"{id}\"\n[run]\ntelemetry_secs = 3600\n{extra}",
+            broker.url()
+        )
+    };
+    // A gateway that died long ago: only its Will is left, retained.
+    let will = raw(broker.port(), "covo/gateways/gw-gone/status");
+    will.client
+        .publish(
+            "covo/gateways/gw-gone/status",
+            QoS::AtLeastOnce,
+            true,
+            r#"{"status":"offline"}"#,
+        )
+        .unwrap();
+    assert!(will
+        .next_on("covo/gateways/gw-gone/status", Duration::from_secs(5))
+        .is_some());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let dir_b = tempfile::tempdir().unwrap();
+    let dir_c = tempfile::tempdir().unwrap();
+    let b = covo(
+        dir_b.path(),
+        &cfg(
+            "gw-b",
+            "[swarm]\nexpose = [\"sensor_read\", \"gpio_write\"]\n",
+        ),
+    )
+    .args(["run", "--profile", "full"])
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let c = covo(dir_c.path(), &cfg("gw-c", ""))
+        .args(["run", "--profile", "full"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let ops = tempfile::tempdir().unwrap();
+    let ops_cfg = cfg("ops", "");
+    let end = Instant::now() + Duration::from_secs(30);
+    let fleet = loop {
+        let f = fleet_json(ops.path(), &ops_cfg);
+        let up =
+            |id| fleet_member(&f, id).is_some_and(|m| m["online"] == true && m["board"] == "sim");
+        if up("gw-b") && up("gw-c") {
+            break f;
+        }
+        assert!(Instant::now() < end, "the gateways never came up: {f}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(fleet["count"], 3, "{fleet}");
+    let b_m = fleet_member(&fleet, "gw-b").unwrap();
+    assert!(
+        b_m["software"].as_str().unwrap().starts_with("covo "),
+        "{b_m}"
+    );
+    let since = b_m["online_since"].as_u64().unwrap();
+    assert!(since + 5 >= started && since <= started + 60, "{b_m}");
+    assert_eq!(b_m["tools"], json!(["gpio_write", "sensor_read"]));
+    let gone = fleet_member(&fleet, "gw-gone").unwrap();
+    assert_eq!(gone["online"], false);
+    // The table a person reads.
+    let out = covo(ops.path(), &ops_cfg).arg("fleet").output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("GATEWAY"), "{table}");
+    assert!(table.contains("3 gateway(s), 2 online"), "{table}");
+    let line = table.lines().find(|l| l.starts_with("gw-b")).unwrap();
+    assert!(line.contains("online") && line.contains("sim"), "{line}");
+
+    // A read fanned out: every online gateway serving it answers with its own reading.
+    let out = covo(ops.path(), &ops_cfg)
+        .args([
+            "fleet",
+            "call",
+            "--json",
+            "sensor_read",
+            r#"{"sensor":"climate"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (l, id) in lines.iter().zip(["gw-b", "gw-c"]) {
+        assert_eq!(l["gateway"], id);
+        assert_eq!(l["ok"], true, "{l}");
+        assert!(l["result"]["readings"].as_array().is_some(), "{l}");
+    }
+    // An actuation on named gateways: gw-b's own policy refuses the pin, an unknown id is
+    // named, and nothing ran on gw-c (not selected).
+    let out = covo(ops.path(), &ops_cfg)
+        .args([
+            "fleet",
+            "call",
+            "--json",
+            "--gateway",
+            "gw-b",
+            "--gateway",
+            "gw-x",
+            "gpio_write",
+            r#"{"pin":5,"level":1}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["gateway"], "gw-b");
+    assert_eq!(lines[0]["ok"], false);
+    assert!(
+        lines[0]["error"].to_string().contains("gpio.outputs"),
+        "{text}"
+    );
+    assert_eq!(lines[1]["error"]["kind"], "unknown_gateway", "{text}");
+    // gw-b's pipeline judged it (one audit row, refused); gw-c saw no gpio_write at all.
+    let audited =
+        |dir: &tempfile::TempDir, tool| audit_count(&dir.path().join("home"), "remote", tool);
+    assert_eq!(audited(&dir_b, "gpio_write"), 1);
+    assert_eq!(audited(&dir_c, "gpio_write"), 0);
+    // The read ran once on each.
+    assert_eq!(audited(&dir_b, "sensor_read"), 1);
+    assert_eq!(audited(&dir_c, "sensor_read"), 1);
+
+    // A gateway that stops is offline in the next view.
+    let (code, _) = terminate(c);
+    assert_eq!(code, Some(0));
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let f = fleet_json(ops.path(), &ops_cfg);
+        if fleet_member(&f, "gw-c").is_some_and(|m| m["online"] == false) {
+            assert_eq!(fleet_member(&f, "gw-b").unwrap()["online"], true);
+            break;
+        }
+        assert!(Instant::now() < end, "gw-c still online: {f}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    terminate(b);
+}
