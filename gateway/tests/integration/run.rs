@@ -756,6 +756,19 @@ fn audit_count(home: &std::path::Path, via: &str, tool: &str) -> i64 {
     .unwrap()
 }
 
+/// `covo run` as gateway `id` on the sim board, `extra` appended to its config.
+fn run_gateway(broker: &Mosquitto, dir: &std::path::Path, id: &str, extra: &str) -> Child {
+    let cfg = format!(
+        "[mqtt]\nurl = \"{}\"\ngateway_id = \"{id}\"\n[run]\ntelemetry_secs = 3600\n{extra}",
+        broker.url()
+    );
+    covo(dir, &cfg)
+        .args(["run", "--profile", "full"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     let broker = Mosquitto::start();
@@ -763,28 +776,13 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     // which its board policy still limits to the relay pin.
     let dir_b = tempfile::tempdir().unwrap();
     let dir_c = tempfile::tempdir().unwrap();
-    let cfg = |id: &str, expose: &str| {
-        format!(
-            "[mqtt]\nurl = \"{}\"\ngateway_id = \"{id}\"\n[run]\ntelemetry_secs = 3600\n{expose}",
-            broker.url()
-        )
-    };
-    let b = covo(
+    let b = run_gateway(
+        &broker,
         dir_b.path(),
-        &cfg(
-            "gw-b",
-            "[swarm]\nexpose = [\"sensor_read\", \"board_info\", \"gpio_write\"]\n",
-        ),
-    )
-    .args(["run", "--profile", "full"])
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let c = covo(dir_c.path(), &cfg("gw-c", ""))
-        .args(["run", "--profile", "full"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        "gw-b",
+        "[swarm]\nexpose = [\"sensor_read\", \"board_info\", \"gpio_write\"]\n",
+    );
+    let c = run_gateway(&broker, dir_c.path(), "gw-c", "");
 
     // The caller: an in-process gateway on the same broker.
     let mut config = covo::config::Config::default();
@@ -1275,22 +1273,13 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
         .as_secs();
     let dir_b = tempfile::tempdir().unwrap();
     let dir_c = tempfile::tempdir().unwrap();
-    let b = covo(
+    let b = run_gateway(
+        &broker,
         dir_b.path(),
-        &cfg(
-            "gw-b",
-            "[swarm]\nexpose = [\"sensor_read\", \"gpio_write\"]\n",
-        ),
-    )
-    .args(["run", "--profile", "full"])
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let c = covo(dir_c.path(), &cfg("gw-c", ""))
-        .args(["run", "--profile", "full"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        "gw-b",
+        "[swarm]\nexpose = [\"sensor_read\", \"gpio_write\"]\n",
+    );
+    let c = run_gateway(&broker, dir_c.path(), "gw-c", "");
 
     let ops = tempfile::tempdir().unwrap();
     let ops_cfg = cfg("ops", "");
