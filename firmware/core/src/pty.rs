@@ -69,8 +69,10 @@ pub fn spawn_pty_sim() -> io::Result<(String, SimHandle)> {
 /// once every block has arrived the drive goes away and the board reboots into the image. An
 /// image stamped by a compatible covo firmware (see [`covo_mcu_protocol::stamp`]) boots
 /// a device reporting the stamped name; any other image boots something that never answers.
+/// Like a mount point, the directory exists only while the board is in BOOTSEL: it is created
+/// then, and removed (with what was written to it) when the board reboots or the simulation
+/// stops, so a simulation leaves nothing behind.
 pub fn spawn_pty_sim_with_bootsel(drive: &Path) -> io::Result<(String, SimHandle)> {
-    std::fs::create_dir_all(drive)?;
     spawn(Some(drive.to_path_buf()))
 }
 
@@ -175,6 +177,9 @@ fn serve(
             out.clear();
         }
     }
+    if let (Mode::Bootsel, Some(drive)) = (&mode, drive) {
+        bootsel::hide(drive);
+    }
 }
 
 /// The simulated `RPI-RP2` drive.
@@ -192,7 +197,18 @@ mod bootsel {
 
     /// The drive appears.
     pub(super) fn show(drive: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(drive)?;
         std::fs::write(drive.join("INFO_UF2.TXT"), INFO)
+    }
+
+    /// The drive goes away: its files, then the directory.
+    pub(super) fn hide(drive: &Path) {
+        if let Ok(entries) = std::fs::read_dir(drive) {
+            for gone in entries.flatten() {
+                let _ = std::fs::remove_file(gone.path());
+            }
+        }
+        let _ = std::fs::remove_dir(drive);
     }
 
     /// The flash image once a complete UF2 has been written to the drive, which then goes
@@ -214,9 +230,7 @@ mod bootsel {
                 continue;
             };
             if let Some(image) = flash(&bytes) {
-                for gone in std::fs::read_dir(drive).ok()?.flatten() {
-                    let _ = std::fs::remove_file(gone.path());
-                }
+                hide(drive);
                 return Some(image);
             }
         }

@@ -106,6 +106,7 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
     let drive = dir.path().join("RPI-RP2");
     let (path, handle) = spawn_pty_sim_with_bootsel(&drive).unwrap();
     assert_eq!(handle.bootsel_drive(), Some(drive.as_path()));
+    assert!(!drive.exists(), "no drive before the bootloader runs");
     let mut port = serialport::new(&path, 115_200)
         .timeout(Duration::from_millis(20))
         .open()
@@ -145,7 +146,7 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
 
     std::fs::write(drive.join("covo.uf2"), &good).unwrap();
     wait_for("the drive to go away", || !info_shown(&drive));
-    assert_eq!(std::fs::read_dir(&drive).unwrap().count(), 0);
+    assert!(!drive.exists(), "the drive's mount point is gone with it");
     assert_eq!(firmware(&mut *port, 5).as_deref(), Some("covo 9.9.9"));
 
     // Flash an image without a covo stamp: it boots, and never answers.
@@ -162,4 +163,25 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
     std::fs::write(drive.join("blink.uf2"), uf2(&[0x11; 700], RP2040)).unwrap();
     wait_for("the drive to go away", || !info_shown(&drive));
     assert_eq!(firmware(&mut *port, 7), None);
+    drop(port);
+    drop(handle);
+
+    // A simulation stopped in BOOTSEL takes its drive with it.
+    let (path, handle) = spawn_pty_sim_with_bootsel(&drive).unwrap();
+    let mut port = serialport::new(&path, 115_200)
+        .timeout(Duration::from_millis(20))
+        .open()
+        .unwrap();
+    let body = request(
+        &mut *port,
+        Request {
+            seq: 1,
+            body: RequestBody::Bootloader,
+        },
+        Duration::from_secs(3),
+    );
+    assert_eq!(body, Some(Ok(ResponseBody::Done)));
+    wait_for("the drive", || info_shown(&drive));
+    drop(handle);
+    assert!(!drive.exists());
 }
