@@ -912,7 +912,6 @@ fn peer_gone(st: &mut State, peer: &str, tools: &[String]) {
     }
 }
 
-/// Gateway `gw` went offline: its waiting swarm calls end at once.
 /// A member as its status describes it, every field bounded.
 fn member(id: &str, status: Option<Status>) -> Member {
     let cut = |t: Option<String>| {
@@ -989,6 +988,7 @@ fn birth(st: &State) -> Status {
     }
 }
 
+/// Gateway `gw` went offline: its waiting swarm calls end at once.
 fn gateway_gone(st: &mut State, gw: &str) {
     let hit: Vec<String> = st
         .pending

@@ -40,7 +40,7 @@ pub(crate) static TOOLS: &[ToolDef] = &[
 ];
 
 /// The microcontroller a call means: the named one, or the board's only one.
-fn device(p: &Parse<'_>) -> Result<String, ToolError> {
+pub(super) fn device(p: &Parse<'_>) -> Result<String, ToolError> {
     let named = p.str("device")?;
     p.board
         .resolve_mcu(named.as_deref())

@@ -62,12 +62,7 @@ pub struct Flash {
 
 impl ToolArgs for Flash {
     fn parse(p: &Parse<'_>) -> Result<Self, ToolError> {
-        let named = p.str("device")?;
-        let device = p
-            .board
-            .resolve_mcu(named.as_deref())
-            .map(|d| d.name.clone())
-            .map_err(|e| p.hw(e))?;
+        let device = super::mcu::device(p)?;
         let image = p.str("image")?.ok_or_else(|| p.missing("image"))?;
         let plain = !image.is_empty()
             && image.len() <= 128
