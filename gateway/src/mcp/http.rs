@@ -84,11 +84,18 @@ struct Gate {
     failed: crate::listen::Guesses,
 }
 
+/// A refusal answered before the request's body is read. It says `Connection: close`: hyper
+/// does not reuse a connection whose request body is left unread, and a client that was not
+/// told would send its next request into a connection being closed and see it dropped with no
+/// answer (a keep-alive client retrying with the right token, or another wrong one).
 fn refuse(status: StatusCode, message: String) -> Response {
     let body = json!({"error": {"kind": "http", "message": message}});
     (
         status,
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CONNECTION, "close"),
+        ],
         body.to_string(),
     )
         .into_response()

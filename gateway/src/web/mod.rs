@@ -562,11 +562,16 @@ impl FromRequestParts<St> for Authed {
                 tracing::warn!(?from, "dashboard request with a wrong token");
                 wrong_token(st, from).await;
             }
-            Err(error(
+            // Answered before any body is read, so the connection is not reused (see
+            // `mcp::http::refuse`): the client is told to open a new one.
+            let mut r = error(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "this dashboard needs its token: log in at /, or send Authorization: Bearer TOKEN",
-            ))
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(r)
         }
     }
 }

@@ -389,6 +389,70 @@ fn wrong_bearer_tokens_are_slowed_and_the_right_one_is_not() {
         });
 }
 
+/// A refusal is answered before the body is read, so the server does not reuse that
+/// connection; it must say so, or a keep-alive client sends its next request into a closing
+/// connection and loses it with no answer (the Python SDK test saw "Server disconnected without
+/// sending a response"). Here one pooled client alternates refused and accepted requests, each
+/// with a body, more times than there are sessions: every one gets its answer.
+#[test]
+fn refused_requests_close_their_connection_so_a_keep_alive_client_loses_nothing() {
+    let (_dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");
+    let (_daemon, url) = start_run(&config);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let post = |token: Option<&str>| {
+        let mut r = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(init);
+        if let Some(t) = token {
+            r = r.header("authorization", format!("Bearer {t}"));
+        }
+        r.send()
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            for round in 0..40 {
+                let token = match round % 4 {
+                    3 => Some("a-wrong-token-of-some-length"),
+                    _ => None,
+                };
+                let r = post(token)
+                    .await
+                    .unwrap_or_else(|e| panic!("round {round}: refused request lost: {e}"));
+                assert_eq!(r.status(), 401, "round {round}");
+                assert_eq!(
+                    r.headers().get("connection").map(|v| v.as_bytes()),
+                    Some(&b"close"[..]),
+                    "round {round}: a refusal must close its connection"
+                );
+                let r = post(Some("s3cret-token-long-enough"))
+                    .await
+                    .unwrap_or_else(|e| panic!("round {round}: the next request was lost: {e}"));
+                assert_eq!(r.status(), 200, "round {round}");
+                let session = r.headers()["mcp-session-id"].clone();
+                let _ = r.bytes().await;
+                // Closed again, so that forty rounds stay inside the session bound.
+                let r = http
+                    .delete(&url)
+                    .header("authorization", "Bearer s3cret-token-long-enough")
+                    .header("mcp-session-id", session)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("round {round}: the DELETE was lost: {e}"));
+                assert!(r.status().is_success(), "round {round}: {}", r.status());
+            }
+        });
+}
+
 #[test]
 fn idle_and_slowloris_floods_do_not_starve_the_endpoint_or_its_descriptors() {
     let (_dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");

@@ -300,6 +300,11 @@ fn api_needs_the_token_bounds_every_table_and_shows_refusal_rules() {
             .await
             .unwrap();
         assert_eq!(r.status(), 401, "no control without the token");
+        assert_eq!(
+            r.headers().get("connection").map(|v| v.as_bytes()),
+            Some(&b"close"[..]),
+            "a refusal that left the body unread closes its connection"
+        );
         let r = http
             .post(d.url("/login"))
             .form_body("token=wrong")
