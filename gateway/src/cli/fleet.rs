@@ -3,13 +3,72 @@
 //! to them. Each call runs through the target's own pipeline (its schema check, `[swarm]
 //! expose`, board policy, approver and audit), at most [`BROADCAST_THREADS`] at once, each
 //! waiting until one shared deadline. The list is bounded by the link (`MAX_MEMBERS`).
+//!
+//! The last readings come the same way: each gateway's retained `P/G/sensors/<device>`
+//! messages, at most [`MAX_SENSORS`] devices per gateway and [`MAX_READING`] bytes each, for
+//! the gateways the births list.
 
 use crate::link::{Member, PeerLink};
 use crate::tools::delegation::{bounded_map, BROADCAST_THREADS};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// The most sensor devices whose last reading is kept per gateway.
+pub const MAX_SENSORS: usize = 32;
+/// The largest retained reading kept, in bytes.
+pub const MAX_READING: usize = 4096;
+/// How long the retained readings may keep arriving after the subscription: they stop when
+/// none came for [`QUIET`], or at this bound.
+const READINGS_WAIT: Duration = Duration::from_secs(3);
+const QUIET: Duration = Duration::from_millis(300);
+
+/// A gateway's last readings: device → the retained message (`{"temperature": {…}, "at": …}`).
+pub type Readings = BTreeMap<String, BTreeMap<String, Value>>;
+
+/// The retained readings of the listed gateways (`P/+/sensors/+`), bounded per gateway.
+pub fn last_readings(link: &PeerLink, members: &[Member]) -> Readings {
+    let mut out = Readings::new();
+    let filter = format!("{}/+/sensors/+", link.prefix());
+    let Ok((id, rx)) = link.subscribe(&filter) else {
+        return out;
+    };
+    let start = Instant::now();
+    let known: std::collections::BTreeSet<&str> = members.iter().map(|m| m.id.as_str()).collect();
+    while start.elapsed() < READINGS_WAIT {
+        let Ok(msg) = rx.recv_timeout(QUIET) else {
+            break;
+        };
+        let Some(rest) = msg.topic.strip_prefix(link.prefix()) else {
+            continue;
+        };
+        let mut parts = rest.trim_start_matches('/').split('/');
+        let (Some(gw), Some("sensors"), Some(device), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if !known.contains(gw) || msg.payload.len() > MAX_READING {
+            continue;
+        }
+        let Ok(reading) = serde_json::from_slice::<Value>(&msg.payload) else {
+            continue;
+        };
+        let sensors = out.entry(gw.to_string()).or_default();
+        if sensors.len() < MAX_SENSORS || sensors.contains_key(device) {
+            sensors.insert(device.to_string(), reading);
+        }
+    }
+    link.unsubscribe(id);
+    out
+}
+
+/// The newest `at` of a gateway's readings.
+fn newest(readings: Option<&BTreeMap<String, Value>>) -> Option<&str> {
+    readings?.values().filter_map(|r| r["at"].as_str()).max()
+}
 
 /// The members, online first, then by id.
 fn sorted(link: &PeerLink, online_only: bool) -> Vec<Member> {
@@ -28,8 +87,8 @@ fn when(unix: Option<u64>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// The JSON of one member.
-pub fn member_json(m: &Member) -> Value {
+/// The JSON of one member and its last readings.
+pub fn member_json(m: &Member, readings: Option<&BTreeMap<String, Value>>) -> Value {
     json!({
         "gateway": m.id,
         "online": m.online,
@@ -38,12 +97,15 @@ pub fn member_json(m: &Member) -> Value {
         "online_since": m.online_since,
         "status_seen": m.since_unix,
         "tools": m.tools,
+        "last_reading_at": newest(readings),
+        "readings": readings.cloned().unwrap_or_default(),
     })
 }
 
 /// `covo fleet`: prints the list (a table, or JSON).
 pub fn list(link: &PeerLink, online_only: bool, as_json: bool) -> anyhow::Result<ExitCode> {
     let members = sorted(link, online_only);
+    let readings = last_readings(link, &members);
     let mut out = std::io::stdout().lock();
     if as_json {
         let v = json!({
@@ -51,7 +113,10 @@ pub fn list(link: &PeerLink, online_only: bool, as_json: bool) -> anyhow::Result
             "self": link.gateway_id(),
             "count": members.len(),
             "not_listed": link.members_dropped(),
-            "gateways": members.iter().map(member_json).collect::<Vec<_>>(),
+            "gateways": members
+                .iter()
+                .map(|m| member_json(m, readings.get(&m.id)))
+                .collect::<Vec<_>>(),
         });
         writeln!(out, "{v}")?;
         return Ok(ExitCode::SUCCESS);
@@ -59,8 +124,8 @@ pub fn list(link: &PeerLink, online_only: bool, as_json: bool) -> anyhow::Result
     let width = members.iter().map(|m| m.id.len()).max().unwrap_or(7).max(7);
     writeln!(
         out,
-        "{:width$}  {:7}  {:20}  {:18}  {:16}  TOOLS",
-        "GATEWAY", "STATUS", "SINCE", "SOFTWARE", "BOARD"
+        "{:width$}  {:7}  {:20}  {:18}  {:16}  {:5}  LAST READING",
+        "GATEWAY", "STATUS", "SINCE", "SOFTWARE", "BOARD", "TOOLS"
     )?;
     for m in &members {
         // An offline gateway's Will carries no time: the time shown is when this link saw it.
@@ -71,13 +136,14 @@ pub fn list(link: &PeerLink, online_only: bool, as_json: bool) -> anyhow::Result
         };
         writeln!(
             out,
-            "{:width$}  {:7}  {:20}  {:18}  {:16}  {}",
+            "{:width$}  {:7}  {:20}  {:18}  {:16}  {:5}  {}",
             m.id,
             if m.online { "online" } else { "offline" },
             since,
             m.software.as_deref().unwrap_or("-"),
             m.board.as_deref().unwrap_or("-"),
-            m.tools.len()
+            m.tools.len(),
+            newest(readings.get(&m.id)).unwrap_or("-")
         )?;
     }
     let online = members.iter().filter(|m| m.online).count();

@@ -1280,14 +1280,21 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
         "[swarm]\nexpose = [\"sensor_read\", \"gpio_write\"]\n",
     );
     let c = run_gateway(&broker, dir_c.path(), "gw-c", "");
+    // A failed assertion must not leave the daemons running (they hold the test's output open).
+    let mut b = KillOnDrop(Some(b));
+    let mut c = KillOnDrop(Some(c));
 
     let ops = tempfile::tempdir().unwrap();
     let ops_cfg = cfg("ops", "");
     let end = Instant::now() + Duration::from_secs(30);
     let fleet = loop {
         let f = fleet_json(ops.path(), &ops_cfg);
-        let up =
-            |id| fleet_member(&f, id).is_some_and(|m| m["online"] == true && m["board"] == "sim");
+        // Up: online, with its board named and its first readings retained.
+        let up = |id| {
+            fleet_member(&f, id).is_some_and(|m| {
+                m["online"] == true && m["board"] == "sim" && m["last_reading_at"].is_string()
+            })
+        };
         if up("gw-b") && up("gw-c") {
             break f;
         }
@@ -1303,8 +1310,22 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     let since = b_m["online_since"].as_u64().unwrap();
     assert!(since + 5 >= started && since <= started + 60, "{b_m}");
     assert_eq!(b_m["tools"], json!(["gpio_write", "sensor_read"]));
+    // Its last readings are the retained telemetry, as the gateway published it.
+    let climate = &b_m["readings"]["climate"];
+    let t = climate["temperature"]["value"].as_f64().unwrap();
+    assert!((0.0..50.0).contains(&t), "{b_m}");
+    let newest = b_m["readings"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|r| r["at"].as_str())
+        .max()
+        .unwrap();
+    assert!(climate["at"].as_str().unwrap() <= newest);
+    assert_eq!(b_m["last_reading_at"], newest, "{b_m}");
     let gone = fleet_member(&fleet, "gw-gone").unwrap();
     assert_eq!(gone["online"], false);
+    assert_eq!(gone["last_reading_at"], Value::Null);
     // The table a person reads.
     let out = covo(ops.path(), &ops_cfg).arg("fleet").output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
@@ -1312,6 +1333,15 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     assert!(table.contains("3 gateway(s), 2 online"), "{table}");
     let line = table.lines().find(|l| l.starts_with("gw-b")).unwrap();
     assert!(line.contains("online") && line.contains("sim"), "{line}");
+    let at = b_m["last_reading_at"].as_str().unwrap();
+    assert!(
+        table.lines().next().unwrap().ends_with("LAST READING"),
+        "{table}"
+    );
+    assert!(
+        line.contains(at) || fleet_json(ops.path(), &ops_cfg).to_string().contains(at),
+        "{line}"
+    );
 
     // A read fanned out: every online gateway serving it answers with its own reading.
     let out = covo(ops.path(), &ops_cfg)
@@ -1379,7 +1409,7 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     assert_eq!(audited(&dir_c, "sensor_read"), 1);
 
     // A gateway that stops is offline in the next view.
-    let (code, _) = terminate(c);
+    let (code, _) = terminate(c.0.take().unwrap());
     assert_eq!(code, Some(0));
     let end = Instant::now() + Duration::from_secs(20);
     loop {
@@ -1391,5 +1421,5 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
         assert!(Instant::now() < end, "gw-c still online: {f}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    terminate(b);
+    terminate(b.0.take().unwrap());
 }
