@@ -44,12 +44,13 @@ pub fn last_readings(link: &PeerLink, members: &[Member]) -> Readings {
         let Some(rest) = msg.topic.strip_prefix(link.prefix()) else {
             continue;
         };
-        let mut parts = rest.trim_start_matches('/').split('/');
-        let (Some(gw), Some("sensors"), Some(device), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        // `/G/sensors/<device>`: one level each side.
+        let Some((gw, device)) = rest.trim_start_matches('/').split_once("/sensors/") else {
             continue;
         };
+        if gw.contains('/') || device.contains('/') {
+            continue;
+        }
         if !known.contains(gw) || msg.payload.len() > MAX_READING {
             continue;
         }
