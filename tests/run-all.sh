@@ -24,8 +24,8 @@ rustup component add rust-src
 
 # Debian packages the suites run for real: a command and the package that has it.
 # qemu-system-arm runs the firmware; mosquitto (Debian puts it in /usr/sbin) is the broker of
-# the MQTT tests, mosquitto_passwd makes its password files; openssl makes the TLS test's
-# certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
+# the MQTT tests, mosquitto_passwd makes its password files, mosquitto_pub/mosquitto_sub are the
+# ACL test's independent clients (mosquitto-clients); openssl makes the TLS test's certificates; espeak-ng is the peer's local speech backend; musl-gcc builds the C parts
 # (SQLite, ring) of the edge build; python3 runs code_run's Python snippets in the peer's tests,
 # bwrap (bubblewrap) is code_run's sandbox; git, tmux and arecord (alsa-utils) back the git,
 # tmux and voice tools' tests.
@@ -35,7 +35,7 @@ rustup component add rust-src
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
-            openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
+            mosquitto_pub:mosquitto-clients mosquitto_sub:mosquitto-clients openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
             lintian:lintian systemd-analyze:systemd \
@@ -70,7 +70,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq "${apt_extra[@]}" "${missing[@]}"
 fi
 for cmd in chromium chromedriver \
-           qemu-system-arm mosquitto mosquitto_passwd openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
+           qemu-system-arm mosquitto mosquitto_passwd mosquitto_pub mosquitto_sub openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
            qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done

@@ -325,7 +325,7 @@ pub async fn serve_with(
     let topics = link.map(|l| RunTopics::new(l.prefix(), l.gateway_id()));
     let swarm_topic = link
         .filter(|_| rt.config().swarm.serve.unwrap_or(true))
-        .map(|l| covo_wire::protocol::Topics::new(l.prefix()).swarm_request(l.gateway_id()));
+        .map(|l| covo_wire::protocol::Topics::new(l.prefix()).swarm_requests(l.gateway_id()));
     let swarm = Arc::new(crate::swarm::SwarmServer::new());
     let switches: Switches = Default::default();
     let swarm_slots = Arc::new(tokio::sync::Semaphore::new(SWARM_SLOTS));
@@ -411,7 +411,7 @@ pub async fn serve_with(
             m = rx.recv() => {
                 let (Some(m), Some(l), Some(t)) = (m, link, &topics) else { continue };
                 let ha = ha_topics(l);
-                if Some(&m.topic) == swarm_topic.as_ref() {
+                if swarm_topic.as_ref().is_some_and(|f| covo_wire::mqtt::topic_matches(f, &m.topic)) {
                     if let crate::swarm::Admission::Run(req, reply) = swarm.admit(l, &m) {
                         match swarm_slots.clone().try_acquire_owned() {
                             Ok(slot) => {

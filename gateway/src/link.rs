@@ -161,13 +161,26 @@ struct GatewayHandler {
     topics: Topics,
     gateway: String,
     sync_topic: String,
-    /// Where answers to this gateway's calls arrive: peer responses and swarm responses.
+    /// Where answers to this gateway's calls arrive: peer responses, and the filter of swarm
+    /// responses (`P/G/swarm/res/+`, the last level the responder's id).
     response_topics: [String; 2],
     partial: Partial,
     presence: Presence,
     /// The subscriptions of this connection are on their way: publish the one sync message
     /// when their SUBACK arrives.
     sync_due: bool,
+}
+
+impl GatewayHandler {
+    /// Who answers on `topic`, when it is one of this gateway's response topics.
+    fn answered_by(&self, topic: &str) -> Option<Sent> {
+        if topic == self.response_topics[0] {
+            return Some(Sent::Peer);
+        }
+        self.topics
+            .responder_of_swarm_response(&self.gateway, topic)
+            .map(|g| Sent::Gateway(g.to_string()))
+    }
 }
 
 impl Handler for GatewayHandler {
@@ -260,7 +273,7 @@ impl Handler for GatewayHandler {
             }
             drop(st);
             self.shared.changed.notify_all();
-        } else if self.response_topics.contains(&topic) {
+        } else if let Some(from) = self.answered_by(&topic) {
             let correlation = p
                 .properties
                 .correlation_data
@@ -316,7 +329,15 @@ impl Handler for GatewayHandler {
                 tracing::warn!(call_id = %resp.call_id, "response without matching correlation data dropped");
                 return;
             };
-            if let Some(p) = self.shared.lock().pending.remove(&id) {
+            // And only from where the call went: a swarm call's answer on the responder's
+            // own branch (`P/G/swarm/res/R`, which an ACL lets only R write), a peer call's on
+            // the peer branch.
+            let mut st = self.shared.lock();
+            if st.pending.get(&id).is_some_and(|p| p.to != from) {
+                tracing::warn!(call_id = %id, topic, "response from another responder than the call's dropped");
+                return;
+            }
+            if let Some(p) = st.pending.remove(&id) {
                 let _ = p.tx.try_send(Outcome::Answer(resp));
             }
         } else {
@@ -403,7 +424,7 @@ impl PeerLink {
             topics: topics.clone(),
             gateway: gateway.clone(),
             sync_topic: format!("{}/{gateway}/peer/sync/{nonce}", topics.prefix),
-            response_topics: [topics.response(&gateway), topics.swarm_response(&gateway)],
+            response_topics: [topics.response(&gateway), topics.swarm_responses(&gateway)],
             partial: Partial::default(),
             presence,
             sync_due: false,
@@ -678,8 +699,8 @@ impl PeerLink {
                 Sent::Peer,
             ),
             Target::Gateway(g) => (
-                self.topics.swarm_request(g),
-                self.topics.swarm_response(&self.gateway),
+                self.topics.swarm_request(g, &self.gateway),
+                self.topics.swarm_response(&self.gateway, g),
                 format!("gateway '{g}'"),
                 Sent::Gateway(g.to_string()),
             ),

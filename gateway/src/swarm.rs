@@ -2,12 +2,14 @@
 //!
 //! Each gateway's retained birth (`P/gateways/G/status`) lists the tools it serves to the swarm
 //! (`Runtime::swarm_served`); `PeerLink` keeps the other gateways' latest status as
-//! [`Member`](crate::link::Member)s. A call to gateway `G` is a peer-protocol request on
-//! `P/G/swarm/req` with the caller's `P/C/swarm/res` as its MQTT 5 response topic. `covo run` on
-//! `G` answers it here, through `G`'s own pipeline (`Via::Remote`): schema, `[swarm] expose`,
-//! `G`'s board policy, `G`'s approver, audit. The answer goes only to the caller's own
-//! `P/C/swarm/res`; a request asking for any other response topic is refused unanswered. A QoS 1
-//! redelivery is answered from the dedup cache, so a call never runs twice.
+//! [`Member`](crate::link::Member)s. A call from gateway `C` to gateway `G` is a peer-protocol
+//! request on `P/G/swarm/req/C` with `P/C/swarm/res/G` as its MQTT 5 response topic: each
+//! party's id is in the topic it writes, where a broker ACL vouches for it
+//! (`packaging/mosquitto/covo.acl`). `covo run` on `G` answers it here, through `G`'s own
+//! pipeline (`Via::Remote`): schema, `[swarm] expose`, `G`'s board policy, `G`'s approver,
+//! audit. A payload that names another caller than its topic, or a request asking for any other
+//! response topic, is refused unanswered. A QoS 1 redelivery is answered from the dedup cache,
+//! so a call never runs twice.
 
 use crate::error::CallError;
 use crate::exec::Session;
@@ -44,10 +46,11 @@ impl SwarmServer {
         Self::default()
     }
 
-    /// Parses `msg`; answers duplicates right away (never blocks). A request is answered only
-    /// on its caller's own swarm response topic (`P/C/swarm/res`, `C` its `gateway`): one that
-    /// asks for another topic, or names no valid caller, is refused with no publish and logged,
-    /// so no client can make this gateway publish where `[mqtt] publish_allow` would refuse.
+    /// Parses `msg`; answers duplicates right away (never blocks). A request on
+    /// `P/G/swarm/req/C` is answered only when its payload's `gateway` is `C`, and only on
+    /// `P/C/swarm/res/G`: one that claims another caller, asks for another topic, or names no
+    /// valid caller, is refused with no publish and logged, so no client can make this gateway
+    /// publish where `[mqtt] publish_allow` would refuse, nor pass for another gateway.
     pub fn admit(&self, link: &PeerLink, msg: &Message) -> Admission {
         let Some(topic) = msg.response_topic.clone() else {
             tracing::warn!(
@@ -68,12 +71,15 @@ impl SwarmServer {
                 return Admission::Done;
             }
         };
-        if let Err(e) = Topics::new(link.prefix()).swarm_reply_topic(&req.gateway, &topic) {
+        let topics = Topics::new(link.prefix());
+        if let Err(e) =
+            topics.swarm_reply_topic(link.gateway_id(), &msg.topic, &req.gateway, &topic)
+        {
             tracing::warn!(
                 from = req.gateway,
                 call_id = req.call_id,
                 error = %e,
-                "swarm request refused: its response topic is not the caller's"
+                "swarm request refused: its caller or its response topic is not the sender's"
             );
             return Admission::Done;
         }

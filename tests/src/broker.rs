@@ -6,7 +6,7 @@
 //!
 //! `Mosquitto::start_with` adds password authentication (a `mosquitto_passwd` file, anonymous
 //! access off) and/or TLS (a throwaway CA and a server certificate for 127.0.0.1, made with the
-//! `openssl` command).
+//! `openssl` command), client certificates as identities, and an ACL file.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -31,6 +31,12 @@ pub struct Setup {
     /// mosquitto's `max_packet_size` (default 2,000,000): a smaller broker limit, which
     /// mosquitto announces in its CONNACK.
     pub max_packet_size: Option<u32>,
+    /// With `tls`: every client must present a certificate signed by the broker's CA
+    /// ([`Mosquitto::client_cert`] makes one), and its CN is the client's user name, which an
+    /// ACL's `%u` names (`require_certificate`, `use_identity_as_username`).
+    pub client_certs: bool,
+    /// An ACL file (mosquitto's `acl_file`), copied into the broker's folder.
+    pub acl_file: Option<PathBuf>,
 }
 
 fn run(cmd: &mut Command) {
@@ -174,6 +180,17 @@ impl Mosquitto {
                     "cafile {0}/ca.crt\ncertfile {0}/server.crt\nkeyfile {0}/server.key\n",
                     dir.display()
                 ));
+                if setup.client_certs {
+                    text.push_str("require_certificate true\nuse_identity_as_username true\n");
+                }
+            }
+            if let Some(acl) = &setup.acl_file {
+                let copy = dir.join("acl");
+                std::fs::copy(acl, &copy)
+                    .unwrap_or_else(|e| panic!("cannot copy {}: {e}", acl.display()));
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644));
+                text.push_str(&format!("acl_file {}\n", copy.display()));
             }
             std::fs::write(&conf, text).expect("write mosquitto.conf");
             let mut child = spawn(&bin, &dir);
@@ -249,6 +266,42 @@ impl Mosquitto {
     /// The CA certificate (PEM) that signed the broker's certificate, with TLS.
     pub fn ca_file(&self) -> Option<PathBuf> {
         self.tls.then(|| self.dir.join("ca.crt"))
+    }
+
+    /// A client certificate and its key (PEM files, in that order) for `name` (its CN, which
+    /// [`Setup::client_certs`] makes the client's user name), signed by the broker's CA.
+    /// Needs TLS.
+    pub fn client_cert(&self, name: &str) -> (PathBuf, PathBuf) {
+        assert!(self.tls, "client certificates need a TLS broker");
+        let (cert, key) = (format!("{name}.crt"), format!("{name}.key"));
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let csr = format!("{name}.csr");
+        run(Command::new("openssl")
+            .current_dir(&self.dir)
+            .arg("req")
+            .args(ec)
+            .args(["-keyout", &key, "-out", &csr])
+            .args(["-subj", &format!("/CN={name}")]));
+        let ext = format!("{name}.ext");
+        std::fs::write(
+            self.dir.join(&ext),
+            "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n",
+        )
+        .expect("write the extension file");
+        run(Command::new("openssl")
+            .current_dir(&self.dir)
+            .args([
+                "x509", "-req", "-in", &csr, "-CA", "ca.crt", "-CAkey", "ca.key",
+            ])
+            .args(["-CAcreateserial", "-out", &cert, "-days", "2"])
+            .args(["-extfile", &ext]));
+        (self.dir.join(cert), self.dir.join(key))
     }
 }
 

@@ -33,6 +33,15 @@ pub enum ReplyRefused {
         /// The id the request gave.
         id: String,
     },
+    /// The payload names another caller than the request's topic, which the broker vouches
+    /// for.
+    #[error("the request claims to come from '{claimed}' but was sent on '{sender}''s topic")]
+    Impostor {
+        /// The caller the payload names.
+        claimed: String,
+        /// The caller the topic names.
+        sender: String,
+    },
     /// The response topic is not the caller's own.
     #[error("response topic '{topic}' is not the caller's '{expected}'")]
     Foreign {
@@ -93,14 +102,55 @@ impl Topics {
         format!("{}/gateways/+/status", self.prefix)
     }
 
-    /// Where other gateways send swarm calls for `gateway`: `{prefix}/{gateway}/swarm/req`.
-    pub fn swarm_request(&self, gateway: &str) -> String {
-        format!("{}/{gateway}/swarm/req", self.prefix)
+    /// Where gateway `caller` sends a swarm call for gateway `target`:
+    /// `{prefix}/{target}/swarm/req/{caller}`. The caller's id is in the topic, where a broker
+    /// ACL can vouch for it (`pattern write covo/+/swarm/req/%u`), not only in the payload.
+    pub fn swarm_request(&self, target: &str, caller: &str) -> String {
+        format!("{}/{target}/swarm/req/{caller}", self.prefix)
     }
 
-    /// Where `gateway` wants answers to its swarm calls: `{prefix}/{gateway}/swarm/res`.
-    pub fn swarm_response(&self, gateway: &str) -> String {
-        format!("{}/{gateway}/swarm/res", self.prefix)
+    /// Every swarm call for `gateway`: `{prefix}/{gateway}/swarm/req/+`.
+    pub fn swarm_requests(&self, gateway: &str) -> String {
+        format!("{}/{gateway}/swarm/req/+", self.prefix)
+    }
+
+    /// Where gateway `responder` answers `caller`'s swarm calls:
+    /// `{prefix}/{caller}/swarm/res/{responder}` (an ACL lets each gateway write only the
+    /// answers that carry its own id: `pattern write covo/+/swarm/res/%u`).
+    pub fn swarm_response(&self, caller: &str, responder: &str) -> String {
+        format!("{}/{caller}/swarm/res/{responder}", self.prefix)
+    }
+
+    /// Every answer to `gateway`'s swarm calls: `{prefix}/{gateway}/swarm/res/+`.
+    pub fn swarm_responses(&self, gateway: &str) -> String {
+        format!("{}/{gateway}/swarm/res/+", self.prefix)
+    }
+
+    /// The last level of `topic` when it is `{prefix}/{gateway}/swarm/{kind}/{id}` with a
+    /// valid id: the caller of a request (`kind` "req") or the responder of an answer ("res").
+    fn swarm_party<'t>(&self, gateway: &str, kind: &str, topic: &'t str) -> Option<&'t str> {
+        let id = topic
+            .strip_prefix(&self.prefix)?
+            .strip_prefix('/')?
+            .strip_prefix(gateway)?
+            .strip_prefix("/swarm/")?
+            .strip_prefix(kind)?
+            .strip_prefix('/')?;
+        valid_id(id).then_some(id)
+    }
+
+    /// The caller's id in a swarm request for `gateway`, if `topic` is one.
+    pub fn caller_of_swarm_request<'t>(&self, gateway: &str, topic: &'t str) -> Option<&'t str> {
+        self.swarm_party(gateway, "req", topic)
+    }
+
+    /// The responder's id in an answer to `gateway`'s swarm call, if `topic` is one.
+    pub fn responder_of_swarm_response<'t>(
+        &self,
+        gateway: &str,
+        topic: &'t str,
+    ) -> Option<&'t str> {
+        self.swarm_party(gateway, "res", topic)
     }
 
     /// The gateway id in a gateway status topic, if `topic` is one.
@@ -151,19 +201,35 @@ impl Topics {
         }
     }
 
-    /// Whether a swarm request from gateway `caller` (its payload's `gateway`) may be answered
-    /// on `response_topic`: only on the caller's own `P/C/swarm/res`.
+    /// Where `responder` may answer a swarm request that came on `request_topic`
+    /// (`P/{responder}/swarm/req/C`), whose payload names `caller`, asking for
+    /// `response_topic`: only on `P/C/swarm/res/{responder}`, and only when the payload's
+    /// caller is the one in the topic. The topic is what a broker ACL vouches for; a payload
+    /// that claims another caller is refused, never believed.
     pub fn swarm_reply_topic(
         &self,
+        responder: &str,
+        request_topic: &str,
         caller: &str,
         response_topic: &str,
-    ) -> Result<(), ReplyRefused> {
+    ) -> Result<String, ReplyRefused> {
+        let Some(sender) = self.caller_of_swarm_request(responder, request_topic) else {
+            return Err(ReplyRefused::NotARequest {
+                topic: request_topic.into(),
+            });
+        };
         if !valid_id(caller) {
             return Err(ReplyRefused::BadId { id: caller.into() });
         }
-        let expected = self.swarm_response(caller);
+        if sender != caller {
+            return Err(ReplyRefused::Impostor {
+                claimed: caller.into(),
+                sender: sender.into(),
+            });
+        }
+        let expected = self.swarm_response(caller, responder);
         if response_topic == expected {
-            Ok(())
+            Ok(expected)
         } else {
             Err(ReplyRefused::Foreign {
                 topic: response_topic.into(),
@@ -336,8 +402,26 @@ mod tests {
         assert_eq!(t.peer_of_status(&t.peer_status("p1")), Some("p1"));
         assert_eq!(t.peer_of_status("covo/peers/a/b/status"), None);
         assert_eq!(t.gateway_of_request(&t.request("gw1")), Some("gw1"));
-        assert_eq!(t.swarm_request("gw2"), "covo/gw2/swarm/req");
-        assert_eq!(t.swarm_response("gw1"), "covo/gw1/swarm/res");
+        assert_eq!(t.swarm_request("gw2", "gw1"), "covo/gw2/swarm/req/gw1");
+        assert_eq!(t.swarm_response("gw1", "gw2"), "covo/gw1/swarm/res/gw2");
+        assert_eq!(t.swarm_requests("gw2"), "covo/gw2/swarm/req/+");
+        assert_eq!(t.swarm_responses("gw1"), "covo/gw1/swarm/res/+");
+        let req = t.swarm_request("gw2", "gw1");
+        assert_eq!(t.caller_of_swarm_request("gw2", &req), Some("gw1"));
+        assert_eq!(t.caller_of_swarm_request("gw3", &req), None);
+        assert_eq!(t.caller_of_swarm_request("gw", &req), None);
+        let res = t.swarm_response("gw1", "gw2");
+        assert_eq!(t.responder_of_swarm_response("gw1", &res), Some("gw2"));
+        assert_eq!(t.responder_of_swarm_response("gw2", &res), None);
+        for bad in [
+            "covo/gw2/swarm/req",
+            "covo/gw2/swarm/req/",
+            "covo/gw2/swarm/req/a/b",
+            "covo/gw2/swarm/res/gw1",
+            "other/gw2/swarm/req/gw1",
+        ] {
+            assert_eq!(t.caller_of_swarm_request("gw2", bad), None, "{bad}");
+        }
         assert_eq!(t.gateway_of_status(&t.gateway_status("gw2")), Some("gw2"));
         assert_eq!(t.gateway_of_status(&t.peer_status("gw2")), None);
     }
@@ -408,27 +492,54 @@ mod tests {
             t.peer_reply_topic("covo/a/b/peer/req", None),
             Err(ReplyRefused::NotARequest { .. })
         ));
-        // A swarm request names its caller in its payload; the answer goes to the caller's
-        // swarm response topic, and the caller must be a valid id.
-        assert_eq!(t.swarm_reply_topic("gw2", "covo/gw2/swarm/res"), Ok(()));
+        // A swarm request names its caller in its topic (which a broker ACL vouches for) and
+        // in its payload; they must agree, and the answer goes only to the caller's response
+        // branch for this responder.
+        let req = t.swarm_request("gw1", "gw2");
+        assert_eq!(
+            t.swarm_reply_topic("gw1", &req, "gw2", "covo/gw2/swarm/res/gw1"),
+            Ok("covo/gw2/swarm/res/gw1".into())
+        );
         for foreign in [
-            "covo/gw3/swarm/res",
+            "covo/gw2/swarm/res",
+            "covo/gw2/swarm/res/gw3",
+            "covo/gw3/swarm/res/gw1",
             "covo/gw2/peer/res",
             "covo/gw2/chat/in",
         ] {
             assert!(
                 matches!(
-                    t.swarm_reply_topic("gw2", foreign),
+                    t.swarm_reply_topic("gw1", &req, "gw2", foreign),
                     Err(ReplyRefused::Foreign { .. })
                 ),
                 "{foreign}"
             );
         }
-        for bad in ["", "a/b", "+", "#", "$SYS", "gw+1"] {
-            let topic = t.swarm_response(bad);
+        // The payload claims gw3 on gw2's topic: an impostor, whatever topic it asks for.
+        for asked in ["covo/gw3/swarm/res/gw1", "covo/gw2/swarm/res/gw1"] {
+            assert_eq!(
+                t.swarm_reply_topic("gw1", &req, "gw3", asked),
+                Err(ReplyRefused::Impostor {
+                    claimed: "gw3".into(),
+                    sender: "gw2".into()
+                })
+            );
+        }
+        // Not a request for this responder, or no caller in the topic.
+        for topic in [
+            "covo/gw1/swarm/req",
+            "covo/gw9/swarm/req/gw2",
+            "covo/gw1/swarm/req/a/b",
+        ] {
+            assert!(matches!(
+                t.swarm_reply_topic("gw1", topic, "gw2", "covo/gw2/swarm/res/gw1"),
+                Err(ReplyRefused::NotARequest { .. })
+            ));
+        }
+        for bad in ["", "+", "#", "$SYS", "gw+1"] {
             assert!(
                 matches!(
-                    t.swarm_reply_topic(bad, &topic),
+                    t.swarm_reply_topic("gw1", &req, bad, "covo/gw2/swarm/res/gw1"),
                     Err(ReplyRefused::BadId { .. })
                 ),
                 "{bad:?}"

@@ -116,10 +116,10 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
         )
         .unwrap();
     // While the model thinks, the daemon goes on serving: a swarm call is answered at once.
-    let other = raw(broker.port(), "covo/tester/swarm/res");
+    let other = raw(broker.port(), "covo/tester/swarm/res/gw1");
     std::thread::sleep(Duration::from_millis(300));
     let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
-        response_topic: Some("covo/tester/swarm/res".into()),
+        response_topic: Some("covo/tester/swarm/res/gw1".into()),
         correlation_data: Some("during-turn".into()),
         ..Default::default()
     };
@@ -127,7 +127,7 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
     other
         .client
         .publish_with_properties(
-            "covo/gw1/swarm/req",
+            "covo/gw1/swarm/req/tester",
             QoS::AtLeastOnce,
             false,
             json!({"call_id": "during-turn", "tool": "board_info", "args": {},
@@ -137,7 +137,7 @@ fn chat_over_mqtt_answers_with_tool_events_and_telemetry_is_retained() {
         )
         .unwrap();
     let (answer, _) = other
-        .next_on("covo/tester/swarm/res", Duration::from_millis(2500))
+        .next_on("covo/tester/swarm/res/gw1", Duration::from_millis(2500))
         .expect("a swarm call answered while a chat turn waits for the model");
     assert_eq!(answer["ok"], true, "{answer}");
     assert!(t0.elapsed() < Duration::from_millis(2500));
@@ -979,19 +979,19 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
     );
 
     // A QoS 1 redelivery (the same call id twice) runs once and is answered twice.
-    let obs = raw(broker.port(), "covo/gw-x/swarm/res");
+    let obs = raw(broker.port(), "covo/gw-x/swarm/res/gw-b");
     let req = json!({"call_id": "dup-1", "tool": "gpio_write", "args": {"pin": 17, "level": 1},
                      "gateway": "gw-x", "deadline_ms": 5000});
     let before = audit_count(&dir_b.path().join("home"), "remote", "gpio_write");
     for _ in 0..2 {
         let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
-            response_topic: Some("covo/gw-x/swarm/res".into()),
+            response_topic: Some("covo/gw-x/swarm/res/gw-b".into()),
             correlation_data: Some("dup-1".into()),
             ..Default::default()
         };
         obs.client
             .publish_with_properties(
-                "covo/gw-b/swarm/req",
+                "covo/gw-b/swarm/req/gw-x",
                 QoS::AtLeastOnce,
                 false,
                 req.to_string(),
@@ -999,7 +999,7 @@ fn swarm_calls_run_through_the_target_gateways_pipeline_and_policy() {
             )
             .unwrap();
         let (resp, _) = obs
-            .next_on("covo/gw-x/swarm/res", Duration::from_secs(5))
+            .next_on("covo/gw-x/swarm/res/gw-b", Duration::from_secs(5))
             .expect("answer");
         assert_eq!(resp["call_id"], "dup-1");
         assert_eq!(resp["ok"], true, "{resp}");
@@ -1137,7 +1137,13 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
         .next_on("covo/gateways/gw1/status", Duration::from_secs(10))
         .expect("birth");
     let obs = raw(broker.port(), "#");
-    let send = |call_id: &str, gateway: &str, response_topic: &str, payload: Option<&str>| {
+    // `sender` is the caller id in the request's topic (what a broker ACL vouches for),
+    // `gateway` the one in its payload.
+    let send = |call_id: &str,
+                gateway: &str,
+                sender: &str,
+                response_topic: &str,
+                payload: Option<&str>| {
         let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
             response_topic: Some(response_topic.into()),
             correlation_data: Some(call_id.to_string().into()),
@@ -1148,15 +1154,20 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
                    "gateway": gateway, "deadline_ms": 5000})
             .to_string()
         });
+        let topic = match sender {
+            "" => "covo/gw1/swarm/req".to_string(),
+            s => format!("covo/gw1/swarm/req/{s}"),
+        };
         obs.client
-            .publish_with_properties("covo/gw1/swarm/req", QoS::AtLeastOnce, false, body, props)
+            .publish_with_properties(topic, QoS::AtLeastOnce, false, body, props)
             .unwrap();
     };
+    let ours = "covo/tester/swarm/res/gw1";
     // The daemon's subscription is in place once a proper call is answered.
     let end = Instant::now() + Duration::from_secs(10);
     loop {
-        send("warm-up", "tester", "covo/tester/swarm/res", None);
-        if let Some((a, _)) = obs.next_on("covo/tester/swarm/res", Duration::from_millis(500)) {
+        send("warm-up", "tester", "tester", ours, None);
+        if let Some((a, _)) = obs.next_on(ours, Duration::from_millis(500)) {
             assert_eq!(a["ok"], true, "{a}");
             break;
         }
@@ -1164,37 +1175,50 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
     }
     while obs.rx.recv_timeout(Duration::from_millis(300)).is_ok() {}
 
-    // Response topics that are not the calling gateway's swarm response topic: another
-    // gateway's, this gateway's chat input, a peer branch, a topic outside the prefix, and
-    // one that a gateway id with a slash would make.
+    // Response topics that are not the calling gateway's swarm response topic for gw1:
+    // another gateway's, another responder's, the caller's bare branch (the old layout), this
+    // gateway's chat input, a peer branch, a topic outside the prefix, and one that a gateway
+    // id with a slash would make.
     let foreign = [
-        ("f1", "tester", "covo/other/swarm/res"),
-        ("f2", "tester", "covo/gw1/chat/in"),
-        ("f3", "tester", "covo/tester/peer/res"),
-        ("f4", "tester", "elsewhere/relay/on"),
-        ("f5", "a/b", "covo/a/b/swarm/res"),
+        ("f1", "tester", "tester", "covo/other/swarm/res/gw1"),
+        ("f1b", "tester", "tester", "covo/tester/swarm/res/gw2"),
+        ("f1c", "tester", "tester", "covo/tester/swarm/res"),
+        ("f2", "tester", "tester", "covo/gw1/chat/in"),
+        ("f3", "tester", "tester", "covo/tester/peer/res"),
+        ("f4", "tester", "tester", "elsewhere/relay/on"),
+        ("f5", "a/b", "tester", "covo/a/b/swarm/res/gw1"),
+        // Impostors: the payload names `other` on tester's topic, asking for other's answer
+        // or for tester's; and a request on the old topic that names no sender at all.
+        ("i1", "other", "tester", "covo/other/swarm/res/gw1"),
+        ("i2", "other", "tester", "covo/tester/swarm/res/gw1"),
+        ("i3", "other", "", "covo/other/swarm/res/gw1"),
     ];
-    for (id, gw, topic) in foreign {
-        send(id, gw, topic, None);
+    for (id, gw, sender, topic) in foreign {
+        send(id, gw, sender, topic, None);
     }
     // A malformed request gets no `bad_request` on a foreign topic either.
-    send("f6", "", "elsewhere/relay/on", Some("not json"));
-    send("last", "tester", "covo/tester/swarm/res", None);
+    send("f6", "", "tester", "elsewhere/relay/on", Some("not json"));
+    send("last", "tester", "tester", ours, None);
     let end = Instant::now() + Duration::from_secs(5);
     let mut answered = false;
+    let refused = |m: &covo_tests::broker::Incoming| {
+        foreign
+            .iter()
+            .any(|(_, _, _, t)| m.topic == *t && *t != ours)
+    };
     while let Ok(m) = obs
         .rx
         .recv_timeout(end.saturating_duration_since(Instant::now()))
     {
         assert!(
-            !foreign.iter().any(|(_, _, t)| m.topic == *t),
+            !refused(&m),
             "published on {}: {}",
             m.topic,
             String::from_utf8_lossy(&m.payload)
         );
-        if m.topic == "covo/tester/swarm/res" {
+        if m.topic == ours {
             let v: Value = serde_json::from_slice(&m.payload).unwrap();
-            assert_eq!(v["call_id"], "last", "{v}");
+            assert_eq!(v["call_id"], "last", "an impostor was answered: {v}");
             answered = true;
             // Anything refused was handled before `last`; give late publishes a moment.
             let late = Instant::now() + Duration::from_millis(500);
@@ -1203,8 +1227,7 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
                 .recv_timeout(late.saturating_duration_since(Instant::now()))
             {
                 assert!(
-                    !foreign.iter().any(|(_, _, t)| m.topic == *t)
-                        && m.topic != "covo/tester/swarm/res",
+                    !refused(&m) && m.topic != ours,
                     "late publish on {}",
                     m.topic
                 );
@@ -1216,7 +1239,7 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
     let (code, err) = terminate(child);
     assert_eq!(code, Some(0), "stderr: {err}");
     assert!(
-        err.contains("response topic"),
+        err.contains("response topic") && err.contains("claims to come from 'other'"),
         "the refusals are logged: {err}"
     );
     assert_eq!(
@@ -1422,4 +1445,271 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
         std::thread::sleep(Duration::from_millis(200));
     }
     terminate(b.0.take().unwrap());
+}
+
+/// `mosquitto_pub` (mosquitto-clients: a client that is not covo) as `who`, with the
+/// certificate the broker's CA issued to that name. Returns what it printed.
+fn mosquitto_pub(broker: &Mosquitto, who: &str, args: &[&str]) -> String {
+    let (cert, key) = broker.client_cert(who);
+    let out = Command::new("mosquitto_pub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &broker.port().to_string(),
+            "-V",
+            "5",
+        ])
+        .arg("-i")
+        .arg(format!("{who}-forger"))
+        .arg("--cafile")
+        .arg(broker.ca_file().unwrap())
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .args(["-q", "1"])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("mosquitto_pub: {e} (tests/run-all.sh installs mosquitto-clients)")
+        });
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn under_the_shipped_acl_a_gateways_certificate_publishes_only_as_itself() {
+    // A TLS broker that takes each client's id from its certificate's CN and enforces the ACL
+    // template shipped for fleets.
+    let acl =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/mosquitto/covo.acl");
+    let broker = Mosquitto::start_with(&covo_tests::broker::Setup {
+        tls: true,
+        client_certs: true,
+        acl_file: Some(acl),
+        ..Default::default()
+    });
+    let cfg = |id: &str, extra: &str| {
+        let (cert, key) = broker.client_cert(id);
+        format!(
+            "[mqtt]\nurl = \"{}\"\ngateway_id = \"{id}\"\nca_file = \"{}\"\n\
+             client_cert_file = \"{}\"\nclient_key_file = \"{}\"\n[run]\ntelemetry_secs = 3600\n{extra}",
+            broker.url(),
+            broker.ca_file().unwrap().display(),
+            cert.display(),
+            key.display()
+        )
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let spawn = |dir: &std::path::Path, cfg: &str| {
+        covo(dir, cfg)
+            .args(["run", "--profile", "full"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let b_cfg = cfg(
+        "gw-b",
+        "[swarm]\nexpose = [\"board_info\", \"gpio_write\"]\n",
+    );
+    let mut b = KillOnDrop(Some(spawn(dir_b.path(), &b_cfg)));
+    let _a = KillOnDrop(Some(spawn(dir_a.path(), &cfg("gw-a", ""))));
+
+    // Both come up under the ACL: births, Wills and retained readings, seen by an operator.
+    let ops = tempfile::tempdir().unwrap();
+    let ops_cfg = cfg("covo-operator", "");
+    let up = |f: &Value, id| {
+        fleet_member(f, id).is_some_and(|m| m["online"] == true && m["last_reading_at"].is_string())
+    };
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let f = fleet_json(ops.path(), &ops_cfg);
+        if up(&f, "gw-a") && up(&f, "gw-b") {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "the gateways never came up under the ACL: {f}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // A watcher that may read everything (the operator), on the branches a forger aims at.
+    let (cert, key) = broker.client_cert("covo-operator");
+    let mut watch = Command::new("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &broker.port().to_string(),
+            "-V",
+            "5",
+            "-v",
+        ])
+        .args(["-i", "covo-operator-watch", "-q", "1"])
+        .arg("--cafile")
+        .arg(broker.ca_file().unwrap())
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .args(["-t", "covo/gw-b/peer/res", "-t", "covo/gw-b/swarm/res/+"])
+        .args([
+            "-t",
+            "covo/gw-c/swarm/res/+",
+            "-t",
+            "covo/gw-a/sensors/probe",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+
+    // With gw-a's certificate: gw-b's birth (a retained "offline"), an answer on gw-b's peer
+    // branch, an answer to gw-b in gw-c's name, and an actuation request in gw-c's name. The
+    // broker refuses each one.
+    let forged = [
+        (
+            "covo/gateways/gw-b/status",
+            r#"{"status":"offline"}"#,
+            &["-r"][..],
+        ),
+        (
+            "covo/gw-b/peer/res",
+            r#"{"call_id":"x","ok":true,"result":1}"#,
+            &[][..],
+        ),
+        (
+            "covo/gw-b/swarm/res/gw-c",
+            r#"{"call_id":"x","ok":true,"result":1}"#,
+            &[][..],
+        ),
+        (
+            "covo/gw-b/swarm/req/gw-c",
+            r#"{"call_id":"forged-1","tool":"gpio_write","args":{"pin":17,"level":1},"gateway":"gw-c","deadline_ms":5000}"#,
+            &[
+                "-D",
+                "publish",
+                "response-topic",
+                "covo/gw-c/swarm/res/gw-b",
+            ][..],
+        ),
+    ];
+    for (topic, payload, extra) in forged {
+        let out = mosquitto_pub(
+            &broker,
+            "gw-a",
+            &[&["-t", topic, "-m", payload], extra].concat(),
+        );
+        assert!(
+            out.contains("Not authorized"),
+            "{topic}: the broker did not refuse it: {out}"
+        );
+    }
+    // On its own topic, with the payload naming gw-c: the broker lets gw-a send it (it is
+    // gw-a's call), and gw-b refuses it, because the topic says gw-a.
+    let out = mosquitto_pub(
+        &broker,
+        "gw-a",
+        &[
+            "-t",
+            "covo/gw-b/swarm/req/gw-a",
+            "-D",
+            "publish",
+            "response-topic",
+            "covo/gw-c/swarm/res/gw-b",
+            "-D",
+            "publish",
+            "correlation-data",
+            "forged-2",
+            "-m",
+            r#"{"call_id":"forged-2","tool":"gpio_write","args":{"pin":17,"level":1},"gateway":"gw-c","deadline_ms":5000}"#,
+        ],
+    );
+    assert!(!out.contains("Not authorized"), "{out}");
+    // What gw-a may publish gets through the same way, so the watcher would have seen the rest.
+    let out = mosquitto_pub(
+        &broker,
+        "gw-a",
+        &["-t", "covo/gw-a/sensors/probe", "-m", "{}"],
+    );
+    assert!(!out.contains("Not authorized"), "{out}");
+    let mut seen = String::new();
+    {
+        use std::io::BufRead;
+        let stdout = watch.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(l);
+            }
+        });
+        let end = Instant::now() + Duration::from_secs(10);
+        while let Ok(l) = rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+            seen.push_str(&l);
+            seen.push('\n');
+            if l.starts_with("covo/gw-a/sensors/probe") {
+                // gw-b's refusal of forged-2 publishes nothing; give a late one a moment.
+                while let Ok(l) = rx.recv_timeout(Duration::from_millis(1500)) {
+                    seen.push_str(&l);
+                    seen.push('\n');
+                }
+                break;
+            }
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(
+        seen.starts_with("covo/gw-a/sensors/probe"),
+        "the watcher saw: {seen}"
+    );
+    assert_eq!(
+        seen.lines().count(),
+        1,
+        "forged messages got through: {seen}"
+    );
+
+    // gw-b's retained birth is still its own, and no forged call ran on it.
+    let f = fleet_json(ops.path(), &ops_cfg);
+    assert!(up(&f, "gw-b"), "{f}");
+    assert_eq!(
+        audit_count(&dir_b.path().join("home"), "remote", "gpio_write"),
+        0
+    );
+
+    // The proper calls go through under the same ACL: from gw-a (its own certificate) and from
+    // the operator, each answered on its own branch and run once.
+    let a_ops = tempfile::tempdir().unwrap();
+    for (dir, cfg) in [
+        (a_ops.path(), cfg("gw-a", "")),
+        (ops.path(), ops_cfg.clone()),
+    ] {
+        let out = covo(dir, &cfg)
+            .args(["fleet", "call", "--json", "--gateway", "gw-b", "gpio_write"])
+            .arg(r#"{"pin":17,"level":1}"#)
+            .output()
+            .unwrap();
+        let line: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(line["ok"], true, "{line}");
+    }
+    assert_eq!(
+        audit_count(&dir_b.path().join("home"), "remote", "gpio_write"),
+        2
+    );
+    let (code, err) = terminate(b.0.take().unwrap());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("claims to come from 'gw-c'"),
+        "gw-b logs the impostor: {err}"
+    );
 }
