@@ -742,7 +742,11 @@ pub fn spawn_driver<H: Handler>(
                                 );
                                 handler.connected(&client);
                             }
-                            Ok(Event::Incoming(Packet::SubAck(_))) => handler.subscribed(&client),
+                            Ok(Event::Incoming(Packet::SubAck(ack))) => {
+                                refused_subscriptions(&ack.return_codes);
+                                handler.subscribed(&client)
+                            }
+                            Ok(Event::Incoming(Packet::PubAck(ack))) => refused_publish(&ack.reason),
                             Ok(Event::Incoming(Packet::Publish(p))) => {
                                 handler.publish(&client, Incoming::from_raw(p))
                             }
@@ -772,6 +776,35 @@ pub fn spawn_driver<H: Handler>(
                 }
             });
         })
+}
+
+/// Logs the filters of a SUBSCRIBE the broker refused (an ACL without a line for this client,
+/// most often): without them this client silently receives nothing there.
+fn refused_subscriptions(codes: &[rumqttc::v5::mqttbytes::v5::SubscribeReasonCode]) {
+    use rumqttc::v5::mqttbytes::v5::SubscribeReasonCode as C;
+    let refused: Vec<_> = codes
+        .iter()
+        .filter(|c| !matches!(c, C::Success(_)))
+        .collect();
+    if let Some(first) = refused.first() {
+        tracing::error!(
+            refused = refused.len(),
+            of = codes.len(),
+            reason = ?first,
+            "the broker refused subscriptions, so nothing arrives on them: check its ACL for this client's user name (packaging/mosquitto/covo.acl)"
+        );
+    }
+}
+
+/// Logs a QoS 1 publish the broker refused (MQTT 5 PUBACK reason, e.g. not authorized).
+fn refused_publish(reason: &rumqttc::v5::mqttbytes::v5::PubAckReason) {
+    use rumqttc::v5::mqttbytes::v5::PubAckReason as R;
+    if !matches!(reason, R::Success | R::NoMatchingSubscribers) {
+        tracing::warn!(
+            ?reason,
+            "the broker refused a publish: check its ACL for this client's user name"
+        );
+    }
 }
 
 /// Ends a connection cleanly: publishes `offline` on the owned status topic, lets the queued

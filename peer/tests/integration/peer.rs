@@ -943,3 +943,105 @@ fn a_request_whose_response_topic_is_not_its_gateways_is_refused_without_a_publi
     }
     assert_eq!(host.count(), 1, "only the proper request ran");
 }
+
+/// `covo-peer` as `id` on `broker`, identified by a client certificate the broker's CA issued
+/// to that name.
+fn peer_with_cert(broker: &Mosquitto, id: &str, host: Arc<TestHost>) -> PeerServer {
+    let (cert, key) = broker.client_cert(id);
+    let opts = ServerOptions {
+        url: broker.url(),
+        id: id.into(),
+        prefix: "covo".into(),
+        auth: covo_wire::mqtt::BrokerAuth {
+            ca_file: broker.ca_file(),
+            client_cert_file: Some(cert),
+            client_key_file: Some(key),
+            ..Default::default()
+        },
+    };
+    PeerServer::start(&opts, host).unwrap()
+}
+
+#[test]
+fn under_the_shipped_acl_only_the_named_peer_replicas_serve_and_gateways_use_their_certificates() {
+    // The fleet's ACL template on a TLS broker that takes each client's id from its
+    // certificate: `covo-peer-1` has a block in it, `covo-peer-9` does not.
+    let acl =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/mosquitto/covo.acl");
+    let broker = Mosquitto::start_with(&Setup {
+        tls: true,
+        client_certs: true,
+        acl_file: Some(acl),
+        ..Default::default()
+    });
+    let named = TestHost::new(Duration::ZERO);
+    let _p1 = peer_with_cert(&broker, "covo-peer-1", named.clone());
+    // The replica the ACL does not name runs as its own process, so its log can be read.
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = broker.client_cert("covo-peer-9");
+    let cfg = dir.path().join("covo-peer.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[mqtt]\nurl = \"{}\"\nca_file = \"{}\"\nclient_cert_file = \"{}\"\n\
+             client_key_file = \"{}\"\n[peer]\nid = \"covo-peer-9\"\n",
+            broker.url(),
+            broker.ca_file().unwrap().display(),
+            cert.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("stderr");
+    let mut rogue = std::process::Command::new(env!("CARGO_BIN_EXE_covo-peer"))
+        .arg("--config")
+        .arg(&cfg)
+        .env("COVO_HOME", dir.path().join("home"))
+        .env_remove("COVO_CONFIG")
+        .env_remove("COVO_MQTT_URL")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let (cert, key) = broker.client_cert("gw1");
+    let rt = runtime(Config {
+        mqtt: Some(MqttConfig {
+            ca_file: broker.ca_file(),
+            client_cert_file: Some(cert),
+            client_key_file: Some(key),
+            ..mqtt(&broker, Some(5000))
+        }),
+        ..Config::default()
+    });
+    let link = rt.peer_link().unwrap();
+    assert!(link.wait_for("plot_series", true, Duration::from_secs(5)));
+    for _ in 0..6 {
+        let v = rt
+            .call(&session(), Via::Direct, "plot_series", plot_args())
+            .unwrap();
+        assert_eq!(v["tool"], "plot_series");
+    }
+    // Every call went to the named replica: the other one could neither take requests from
+    // the shared group nor announce itself, and its log says so.
+    assert_eq!(named.count(), 6);
+    let peers = link.peers();
+    assert!(
+        peers.contains_key("covo-peer-1") && !peers.contains_key("covo-peer-9"),
+        "{peers:?}"
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        let err = std::fs::read_to_string(&log).unwrap();
+        if err.contains("refused a publish") || Instant::now() > end {
+            break err;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = rogue.kill();
+    let _ = rogue.wait();
+    // (mosquitto 2.0 grants the shared subscription and withholds each message at delivery,
+    // so only the refused birth shows in the log.)
+    assert!(
+        err.contains("the broker refused a publish") && err.contains("NotAuthorized"),
+        "{err}"
+    );
+}
