@@ -1713,3 +1713,84 @@ fn under_the_shipped_acl_a_gateways_certificate_publishes_only_as_itself() {
         "gw-b logs the impostor: {err}"
     );
 }
+
+/// A caller takes a swarm answer only from the branch of the gateway it called: a client that
+/// sees the request and answers first, in another responder's name, is not believed.
+#[test]
+fn a_swarm_answer_counts_only_from_the_gateway_that_was_called() {
+    let broker = Mosquitto::start();
+    // gw-b exists only as a retained birth; the forger plays it, or tries to.
+    let forger = raw(broker.port(), "covo/gw-b/swarm/req/+");
+    forger
+        .client
+        .publish(
+            "covo/gateways/gw-b/status",
+            QoS::AtLeastOnce,
+            true,
+            r#"{"status":"online","version":1,"tools":["board_info"]}"#,
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let ops = tempfile::tempdir().unwrap();
+    let cfg = format!("[mqtt]\nurl = \"{}\"\ngateway_id = \"ops\"\n", broker.url());
+    for (responder, believed) in [("gw-x", false), ("gw-b", true)] {
+        // A read is sent again after a timeout: the first call's second request is not this one.
+        while forger.rx.try_recv().is_ok() {}
+        let child = covo(ops.path(), &cfg)
+            .args([
+                "fleet",
+                "call",
+                "--json",
+                "--timeout-ms",
+                "3000",
+                "--gateway",
+                "gw-b",
+            ])
+            .arg("board_info")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let m = loop {
+            let m = forger
+                .rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the call's request");
+            if m.topic == "covo/gw-b/swarm/req/ops" {
+                break m;
+            }
+        };
+        let req: Value = serde_json::from_slice(&m.payload).unwrap();
+        let props = covo_tests::rumqttc::v5::mqttbytes::v5::PublishProperties {
+            correlation_data: m.correlation.clone().map(Into::into),
+            ..Default::default()
+        };
+        forger
+            .client
+            .publish_with_properties(
+                format!("covo/ops/swarm/res/{responder}"),
+                QoS::AtLeastOnce,
+                false,
+                json!({"call_id": req["call_id"], "ok": true, "result": {"forged": responder}})
+                    .to_string(),
+                props,
+            )
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let line: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        if believed {
+            // The control: the same answer on gw-b's own branch is taken.
+            assert_eq!(line["ok"], true, "{line}");
+            assert_eq!(line["result"]["forged"], "gw-b", "{line}");
+        } else {
+            assert_eq!(
+                line["ok"], false,
+                "an answer in gw-x's name was taken: {line}"
+            );
+            assert!(
+                line.to_string().contains("timeout") || line.to_string().contains("no answer"),
+                "{line}"
+            );
+        }
+    }
+}
