@@ -179,13 +179,12 @@ impl Client {
         Ok(self.0.try_subscribe(filter, qos.raw())?)
     }
 
-    /// Queues one SUBSCRIBE to all of `filters` (one SUBACK).
+    /// Queues one SUBSCRIBE to all of `filters`, each at its own QoS (one SUBACK).
     pub fn try_subscribe_many(
         &self,
-        filters: impl IntoIterator<Item = String>,
-        qos: QoS,
+        filters: impl IntoIterator<Item = (String, QoS)>,
     ) -> Result<(), ClientError> {
-        let filters = filters.into_iter().map(|f| Filter::new(f, qos.raw()));
+        let filters = filters.into_iter().map(|(f, q)| Filter::new(f, q.raw()));
         Ok(self.0.try_subscribe_many(filters)?)
     }
 
@@ -624,12 +623,12 @@ fn broker_options(
         (None, Some(_)) => return Err("[mqtt] password is set without a username".into()),
         (None, None) => {}
     }
-    o.set_keep_alive(Duration::from_secs(15))
+    o.set_keep_alive(KEEP_ALIVE)
         .set_clean_start(true)
         .set_max_packet_size(Some(MAX_PACKET))
         .set_request_channel_capacity(QUEUE)
         .set_outgoing_inflight_upper_limit(MAX_INFLIGHT)
-        .set_connection_timeout(5);
+        .set_connection_timeout(CONNECT_TIMEOUT_SECS);
     if let Some(will) = will {
         o.set_last_will(will.0);
     }
@@ -676,6 +675,20 @@ pub enum Stop {
 
 /// How long a graceful stop waits for queued publishes to go out and be acknowledged.
 pub const DRAIN: Duration = Duration::from_secs(2);
+
+/// The MQTT keep-alive: the client pings after this long without traffic and gives the
+/// connection up when a ping is not answered within another; the broker sends a silent client's
+/// Will after 1.5 times it. 60 s, the common default: at 15 s, 1,000 gateways coming up at once
+/// kept one mosquitto busy longer than a ping may wait, each lost connection brought a fleet's
+/// retained births again, and the fleet never settled (tests/fleet/bench.py). A client that
+/// ends (a crash, SIGKILL) closes its socket, and its Will goes out at once whatever this is.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(60);
+
+/// How long a connection attempt may wait for the broker's CONNACK, in seconds.
+const CONNECT_TIMEOUT_SECS: u64 = 10;
+
+/// How long a connection must have held for the reconnect backoff to start over.
+const STABLE: Duration = Duration::from_secs(60);
 
 /// The exponential backoff with full-range jitter after `failures` failed attempts:
 /// 100 ms, 200 ms, … capped at 10 s, each scaled by a random factor in [0.5, 1].
@@ -730,13 +743,14 @@ pub fn spawn_driver<H: Handler>(
                 let mut stop_rx = stop_rx;
                 let mut failures = 0u32;
                 let mut up = false;
+                let mut up_since = std::time::Instant::now();
                 let how = loop {
                     tokio::select! {
                         s = &mut stop_rx => break s.unwrap_or(Stop::Graceful),
                         ev = eventloop.poll() => match ev {
                             Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                                failures = 0;
                                 up = true;
+                                up_since = std::time::Instant::now();
                                 limit.set_from_broker(
                                     ack.properties.as_ref().and_then(|p| p.max_packet_size),
                                 );
@@ -752,6 +766,13 @@ pub fn spawn_driver<H: Handler>(
                             }
                             Ok(_) => {}
                             Err(e) => {
+                                // The backoff starts over only after a connection that held:
+                                // one dropped soon after it came up (a broker too busy to
+                                // answer pings, a flapping network) waits longer each time,
+                                // so a fleet does not reconnect in lockstep.
+                                if up && up_since.elapsed() >= STABLE {
+                                    failures = 0;
+                                }
                                 up = false;
                                 handler.disconnected(&describe(&e));
                                 failures = failures.saturating_add(1);
