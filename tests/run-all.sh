@@ -76,7 +76,8 @@ for cmd in chromium chromedriver \
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
   || { echo "run-all: the armhf glibc (libc6-armhf-cross) is missing and could not be installed" >&2; exit 1; }
-# paho-mqtt (PyPI) runs the example peer of docs/peer-protocol.md in the gateway's tests.
+# paho-mqtt (PyPI) runs the example peer of docs/peer-protocol.md in the gateway's tests, and is the
+# client of the fleet benchmark (tests/fleet/bench.py).
 if ! python3 -c 'import paho.mqtt.client, paho.mqtt.reasoncodes' 2>/dev/null; then
   python3 -m pip install --quiet 'paho-mqtt>=2,<3' \
     || python3 -m pip install --quiet --break-system-packages 'paho-mqtt>=2,<3'
@@ -156,6 +157,13 @@ echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 edge_bin=$target_dir/$edge_target/edge/covo
 bash tests/edge-smoke.sh "$edge_bin"
+# 50 gateways (this edge build, each with its own home and SQLite) on one mosquitto: all online,
+# swarm calls answered, the broker killed with SIGKILL under actuation load and every gateway
+# back, no actuation run twice or answered without its audit row. The time targets are the
+# 1,000-gateway benchmark's (docs/benchmarks.md, "Fleets"), not checked on a loaded CI machine.
+echo "== fleet: 50 gateways on one broker, the broker killed under load (tests/fleet/bench.py)"
+FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 COVO_BIN=$edge_bin \
+  python3 tests/fleet/bench.py
 # It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "$edge_bin"

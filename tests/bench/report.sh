@@ -225,6 +225,8 @@ done <"$work/firmware.log"
 # The "Local models" section is written by tests/bench/llama.py (--write; about 25 minutes
 # against a real llama.cpp server); a regeneration here keeps it as it is.
 llama_section=$(sed -n '/<!-- llama.py begin -->/,/<!-- llama.py end -->/p' "$out" 2>/dev/null || true)
+# Likewise the "Fleets" section, from tests/fleet/bench.py --write (1,000 gateways).
+fleet_section=$(sed -n '/<!-- fleet\/bench.py begin -->/,/<!-- fleet\/bench.py end -->/p' "$out" 2>/dev/null || true)
 secs=$(( $(date +%s) - started ))
 rev=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- . ':!docs/benchmarks.md' || rev="$rev with uncommitted changes"
@@ -252,6 +254,9 @@ EOF
   cat "$raw"
   if [ -n "$llama_section" ]; then
     printf '\n%s\n' "$llama_section"
+  fi
+  if [ -n "$fleet_section" ]; then
+    printf '\n%s\n' "$fleet_section"
   fi
 } >"$out"
 echo "report: wrote $out (${secs} s of measuring)" >&2

@@ -59,7 +59,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -68,6 +67,7 @@ import threading
 import time
 
 import paho.mqtt.client as mqtt
+from mosquitto import Broker  # tests/bench/mosquitto.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TURNS = int(os.environ.get("SOAK_TURNS", "500"))
@@ -88,14 +88,6 @@ IN_FLIGHT = int(os.environ.get("SOAK_IN_FLIGHT", "8"))
 QUIET = 20
 # Error kinds a peer call may end with while its peer is away: anything else is a failure.
 PEER_ERRORS = {"unavailable", "timeout"}
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Model(http.server.BaseHTTPRequestHandler):
@@ -178,39 +170,6 @@ class Model(http.server.BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-
-class Broker:
-    def __init__(self, work):
-        self.port = free_port()
-        self.conf = os.path.join(work, "mosquitto.conf")
-        with open(self.conf, "w") as f:
-            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                    "set_tcp_nodelay true\nmax_packet_size 2000000\n")
-        self.proc = None
-        self.start()
-
-    def start(self):
-        mosq = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        self.proc = subprocess.Popen([mosq, "-c", self.conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("mosquitto did not start")
-
-    def restart(self):
-        self.proc.terminate()
-        self.proc.wait()
-        time.sleep(0.5)
-        self.start()
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 class Peer:
@@ -531,7 +490,7 @@ def main():
     fx = os.path.join(work, "fx")
     open(fx, "w").close()
     Model.fx = fx
-    broker = Broker(work)
+    broker = Broker(work, "max_packet_size 2000000\n")
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Model)
     global MODEL_PORT
     MODEL_PORT = srv.server_address[1]
