@@ -50,15 +50,18 @@ fn run(cmd: &mut Command) {
     );
 }
 
+/// `openssl req` arguments for a new P-256 key, unencrypted.
+const EC_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
 /// A CA (`ca.crt`) and a server certificate for 127.0.0.1/localhost signed by it.
 fn make_certs(dir: &std::path::Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
+    let ec = EC_KEY;
     run(Command::new("openssl")
         .current_dir(dir)
         .args(["req", "-x509"])
@@ -274,13 +277,7 @@ impl Mosquitto {
     pub fn client_cert(&self, name: &str) -> (PathBuf, PathBuf) {
         assert!(self.tls, "client certificates need a TLS broker");
         let (cert, key) = (format!("{name}.crt"), format!("{name}.key"));
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
+        let ec = EC_KEY;
         let csr = format!("{name}.csr");
         run(Command::new("openssl")
             .current_dir(&self.dir)

@@ -1447,28 +1447,27 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     terminate(b.0.take().unwrap());
 }
 
-/// `mosquitto_pub` (mosquitto-clients: a client that is not covo) as `who`, with the
-/// certificate the broker's CA issued to that name. Returns what it printed.
-fn mosquitto_pub(broker: &Mosquitto, who: &str, args: &[&str]) -> String {
+/// `program` (mosquitto_pub or mosquitto_sub, from mosquitto-clients: clients that are not
+/// covo) for `broker`, over MQTT 5 as `who` (client id `id`), with the certificate the
+/// broker's CA issued to that name.
+fn mosquitto_client(program: &str, broker: &Mosquitto, who: &str, id: &str) -> Command {
     let (cert, key) = broker.client_cert(who);
-    let out = Command::new("mosquitto_pub")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &broker.port().to_string(),
-            "-V",
-            "5",
-        ])
-        .arg("-i")
-        .arg(format!("{who}-forger"))
+    let mut c = Command::new(program);
+    c.args(["-h", "127.0.0.1", "-V", "5", "-q", "1", "-i", id])
+        .arg("-p")
+        .arg(broker.port().to_string())
         .arg("--cafile")
         .arg(broker.ca_file().unwrap())
         .arg("--cert")
         .arg(cert)
         .arg("--key")
-        .arg(key)
-        .args(["-q", "1"])
+        .arg(key);
+    c
+}
+
+/// `mosquitto_pub` as `who`; returns what it printed.
+fn mosquitto_pub(broker: &Mosquitto, who: &str, args: &[&str]) -> String {
+    let out = mosquitto_client("mosquitto_pub", broker, who, &format!("{who}-forger"))
         .args(args)
         .output()
         .unwrap_or_else(|e| {
@@ -1539,35 +1538,24 @@ fn under_the_shipped_acl_a_gateways_certificate_publishes_only_as_itself() {
     }
 
     // A watcher that may read everything (the operator), on the branches a forger aims at.
-    let (cert, key) = broker.client_cert("covo-operator");
-    let mut watch = Command::new("mosquitto_sub")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &broker.port().to_string(),
-            "-V",
-            "5",
-            "-v",
-        ])
-        .args(["-i", "covo-operator-watch", "-q", "1"])
-        .arg("--cafile")
-        .arg(broker.ca_file().unwrap())
-        .arg("--cert")
-        .arg(cert)
-        .arg("--key")
-        .arg(key)
-        .args(["-t", "covo/gw-b/peer/res", "-t", "covo/gw-b/swarm/res/+"])
-        .args([
-            "-t",
-            "covo/gw-c/swarm/res/+",
-            "-t",
-            "covo/gw-a/sensors/probe",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut watch = mosquitto_client(
+        "mosquitto_sub",
+        &broker,
+        "covo-operator",
+        "covo-operator-watch",
+    )
+    .arg("-v")
+    .args(["-t", "covo/gw-b/peer/res", "-t", "covo/gw-b/swarm/res/+"])
+    .args([
+        "-t",
+        "covo/gw-c/swarm/res/+",
+        "-t",
+        "covo/gw-a/sensors/probe",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(500));
 
     // With gw-a's certificate: gw-b's birth (a retained "offline"), an answer on gw-b's peer
