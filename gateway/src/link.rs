@@ -205,8 +205,8 @@ impl Handler for GatewayHandler {
         self.shared.changed.notify_all();
         // One SUBSCRIBE for all of them: one SUBACK, after which one sync message follows the
         // retained births.
-        let filters = subs.into_iter().chain(local).map(|f| (f, QoS::AtLeastOnce));
-        match client.try_subscribe_many(filters) {
+        let filters = subs.into_iter().chain(local);
+        match client.try_subscribe_many(filters, QoS::AtLeastOnce) {
             Ok(()) => self.sync_due = true,
             Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
         }

@@ -179,12 +179,13 @@ impl Client {
         Ok(self.0.try_subscribe(filter, qos.raw())?)
     }
 
-    /// Queues one SUBSCRIBE to all of `filters`, each at its own QoS (one SUBACK).
+    /// Queues one SUBSCRIBE to all of `filters` (one SUBACK).
     pub fn try_subscribe_many(
         &self,
-        filters: impl IntoIterator<Item = (String, QoS)>,
+        filters: impl IntoIterator<Item = String>,
+        qos: QoS,
     ) -> Result<(), ClientError> {
-        let filters = filters.into_iter().map(|(f, q)| Filter::new(f, q.raw()));
+        let filters = filters.into_iter().map(|f| Filter::new(f, qos.raw()));
         Ok(self.0.try_subscribe_many(filters)?)
     }
 
