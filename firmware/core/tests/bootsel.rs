@@ -71,6 +71,26 @@ fn image(name: &str) -> Vec<u8> {
     image
 }
 
+/// The simulated board's serial port at `path`.
+fn open(path: &str) -> Box<dyn serialport::SerialPort> {
+    serialport::new(path, 115_200)
+        .timeout(Duration::from_millis(20))
+        .open()
+        .unwrap()
+}
+
+/// The answer to a `Bootloader` request with sequence number `seq`.
+fn bootloader(
+    port: &mut dyn serialport::SerialPort,
+    seq: u16,
+) -> Option<Result<ResponseBody, DeviceError>> {
+    let req = Request {
+        seq,
+        body: RequestBody::Bootloader,
+    };
+    request(port, req, Duration::from_secs(3))
+}
+
 fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while !ok() {
@@ -87,18 +107,8 @@ fn info_shown(drive: &Path) -> bool {
 fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_names() {
     // Without a drive the board has no bootloader and says so.
     let (path, _plain) = spawn_pty_sim().unwrap();
-    let mut port = serialport::new(&path, 115_200)
-        .timeout(Duration::from_millis(20))
-        .open()
-        .unwrap();
-    let body = request(
-        &mut *port,
-        Request {
-            seq: 1,
-            body: RequestBody::Bootloader,
-        },
-        Duration::from_secs(3),
-    );
+    let mut port = open(&path);
+    let body = bootloader(&mut *port, 1);
     assert_eq!(body, Some(Err(DeviceError::Unsupported)));
     drop(port);
 
@@ -107,22 +117,12 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
     let (path, handle) = spawn_pty_sim_with_bootsel(&drive).unwrap();
     assert_eq!(handle.bootsel_drive(), Some(drive.as_path()));
     assert!(!drive.exists(), "no drive before the bootloader runs");
-    let mut port = serialport::new(&path, 115_200)
-        .timeout(Duration::from_millis(20))
-        .open()
-        .unwrap();
+    let mut port = open(&path);
     let first = firmware(&mut *port, 1).unwrap();
     assert!(first.starts_with("covo-sim "), "{first}");
     assert!(!info_shown(&drive));
 
-    let body = request(
-        &mut *port,
-        Request {
-            seq: 2,
-            body: RequestBody::Bootloader,
-        },
-        Duration::from_secs(3),
-    );
+    let body = bootloader(&mut *port, 2);
     assert_eq!(body, Some(Ok(ResponseBody::Done)));
     wait_for("the drive", || info_shown(&drive));
     // In the bootloader the port is silent.
@@ -150,14 +150,7 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
     assert_eq!(firmware(&mut *port, 5).as_deref(), Some("covo 9.9.9"));
 
     // Flash an image without a covo stamp: it boots, and never answers.
-    let body = request(
-        &mut *port,
-        Request {
-            seq: 6,
-            body: RequestBody::Bootloader,
-        },
-        Duration::from_secs(3),
-    );
+    let body = bootloader(&mut *port, 6);
     assert_eq!(body, Some(Ok(ResponseBody::Done)));
     wait_for("the drive", || info_shown(&drive));
     std::fs::write(drive.join("blink.uf2"), uf2(&[0x11; 700], RP2040)).unwrap();
@@ -168,18 +161,8 @@ fn a_bootsel_drive_takes_only_a_complete_rp2040_uf2_and_boots_what_its_stamp_nam
 
     // A simulation stopped in BOOTSEL takes its drive with it.
     let (path, handle) = spawn_pty_sim_with_bootsel(&drive).unwrap();
-    let mut port = serialport::new(&path, 115_200)
-        .timeout(Duration::from_millis(20))
-        .open()
-        .unwrap();
-    let body = request(
-        &mut *port,
-        Request {
-            seq: 1,
-            body: RequestBody::Bootloader,
-        },
-        Duration::from_secs(3),
-    );
+    let mut port = open(&path);
+    let body = bootloader(&mut *port, 1);
     assert_eq!(body, Some(Ok(ResponseBody::Done)));
     wait_for("the drive", || info_shown(&drive));
     drop(handle);
