@@ -30,7 +30,6 @@ rest). `--section-from LOG` writes the section from an earlier run's saved outpu
 import argparse
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +38,7 @@ import time
 import urllib.request
 
 import jsonschema
+from mosquitto import free_port  # tests/bench/mosquitto.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BEGIN, END = "<!-- llama.py begin -->", "<!-- llama.py end -->"
@@ -68,14 +68,6 @@ def write_section(page, text, when):
         new = old.rstrip("\n") + "\n\n" + block
     open(page, "w").write(new)
     print(f"wrote the Local models section of {page}")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Server:
