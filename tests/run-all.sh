@@ -32,13 +32,15 @@ rustup component add rust-src
 # The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
 # (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
 # lintian and systemd-analyze check the Debian packages and their units; g++ builds llama-server.
+# The emulated Pi 3 (tests/pi) edits Debian's Pi 3 device tree with fdtput (device-tree-compiler);
+# its QEMU 10, arm64 kernel and busybox are downloaded by tests/pi/build.sh, not installed.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
 missing=()
 for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd:mosquitto \
             mosquitto_pub:mosquitto-clients mosquitto_sub:mosquitto-clients openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
-            lintian:lintian systemd-analyze:systemd \
+            lintian:lintian systemd-analyze:systemd fdtput:device-tree-compiler \
             chromium:chromium chromedriver:chromium-driver c++:g++; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
@@ -71,7 +73,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 for cmd in chromium chromedriver \
            qemu-system-arm mosquitto mosquitto_passwd mosquitto_pub mosquitto_sub openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
-           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze; do
+           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze fdtput; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
@@ -188,6 +190,11 @@ for pair in aarch64:arm64:aarch64-unknown-linux-musl armv7:-:armv7-unknown-linux
   bash tests/cross/check.sh "$cpu"
   [ "$pkg" = - ] || PACKAGES=$pkg bash tests/package/build.sh
   if [ "$cpu" = aarch64 ]; then
+    # The aarch64 build on an emulated Raspberry Pi 3 (QEMU 10 -M raspi3b, Debian's arm64 kernel
+    # and its Pi 3 device tree): I2C on i2c-bcm2835, GPIO on the BCM2835's gpiochip, SPI0, the
+    # MCU over the PL011, covo doctor (tests/pi/README.md).
+    echo "== emulated Raspberry Pi 3: the aarch64 build on the Pi's own drivers (tests/pi)"
+    bash tests/pi/run.sh "$(bash tests/cross/build.sh aarch64 | tail -n 1)"
     # covo-peer for an arm64 machine: a quick unoptimised build (pkg-check) proves it runs under
     # qemu-user beside the aarch64 covo (birth, a plot_series call through the broker), and
     # its package is checked. The released one is `bash tests/package/build.sh` (release).

@@ -179,7 +179,7 @@ impl Doctor<'_> {
             (Some(m), Some(b)) if !sim && !same_pi(m, &b.board.model) => out.push(Check::warn(
                 "hardware",
                 format!("this is a {m}, the board file is for a {}", b.board.model),
-                "use the board file for this model (boards/rpi4.toml, rpi5.toml, rpi-zero2w.toml)",
+                "use the board file for this model (boards/rpi3.toml, rpi4.toml, rpi5.toml, rpi-zero2w.toml)",
             )),
             (Some(m), _) => out.push(Check::ok("hardware", m.clone())),
             (None, _) if sim => out.push(Check::ok(

@@ -56,7 +56,7 @@ cp "$bin" "$root/bin/covo"
 cp "$out"/kmod/*.ko "$ours"/*.ko "$ours/gpioline" "$root/lib/covo/"
 cp "$here/guest/init" "$root/init"
 cp "$here/guest/checks.sh" "$root/checks.sh"
-cp "$here/guest/llm.cgi" "$root/lib/covo/llm.cgi"
+cp "$here/guest/llm.cgi" "$here/guest/lib.sh" "$root/lib/covo/"
 chmod +x "$root/init" "$root/checks.sh"
 cp "$here"/boards/*.toml "$root/etc/covo/"
 # covo's HTTP client (reqwest with the system's roots) refuses to start without any CA

@@ -33,7 +33,7 @@ check() { # deb unit binary_path
     grep -qx "$want" <<<"$contents" || fail "$deb lacks $want"
   done
   if [ "$bin" = covo ]; then
-    for want in ./etc/covo/covo.toml ./usr/share/covo/boards/rpi4.toml ./usr/share/covo/boards/rpi5.toml \
+    for want in ./etc/covo/covo.toml ./usr/share/covo/boards/rpi3.toml ./usr/share/covo/boards/rpi4.toml ./usr/share/covo/boards/rpi5.toml \
                 ./usr/share/covo/boards/rpi-zero2w.toml ./usr/share/doc/covo/config.md; do
       grep -qx "$want" <<<"$contents" || fail "$deb lacks $want"
     done

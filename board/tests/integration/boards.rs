@@ -28,6 +28,7 @@ fn every_shipped_board_file_loads() {
         .collect();
     for want in [
         "sim.toml",
+        "rpi3.toml",
         "rpi4.toml",
         "rpi5.toml",
         "rpi-zero2w.toml",
@@ -50,6 +51,12 @@ fn the_pi_board_files_state_the_real_paths_and_drive_nothing() {
     for (file, chip, pwm_chip, pwm) in [
         (
             "rpi4.toml",
+            "/dev/gpiochip0",
+            "/sys/class/pwm/pwmchip0",
+            [(0, 18), (1, 19)],
+        ),
+        (
+            "rpi3.toml",
             "/dev/gpiochip0",
             "/sys/class/pwm/pwmchip0",
             [(0, 18), (1, 19)],

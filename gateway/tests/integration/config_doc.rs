@@ -193,7 +193,7 @@ fn the_packaged_example_config_parses() {
     assert_eq!(c.board.as_deref(), Some("sim"));
     // It points to the board files where the package installs them, and those load.
     assert!(text.contains("/usr/share/covo/boards/rpi4.toml"));
-    for b in ["rpi4.toml", "rpi5.toml", "rpi-zero2w.toml"] {
+    for b in ["rpi3.toml", "rpi4.toml", "rpi5.toml", "rpi-zero2w.toml"] {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../boards")
             .join(b);

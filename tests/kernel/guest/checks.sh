@@ -21,27 +21,8 @@ PWM_D=/sys/kernel/debug/covo_pwm
 pass=0
 fail=0
 
-# ---- helpers ----
-one() { printf '%s' "$*" | tr '\n' ' ' | cut -c1-600; }
-res() { # SUBSYSTEM NAME RC DETAIL...
-  _s=$1 _n=$2 _r=$3
-  shift 3
-  if [ "$_r" = 0 ]; then
-    echo "CHECK $_s $_n ok"
-    pass=$((pass + 1))
-  else
-    echo "CHECK $_s $_n FAIL $(one "$*")"
-    fail=$((fail + 1))
-  fi
-}
-# call BOARD TOOL ARGS: runs one `covo tools call`; sets out (stdout) and rc.
-call() {
-  b=$1
-  shift
-  out=$($COVO --config "$RUN/$b.cfg" tools call --yes "$@" 2>/tmp/covo.err)
-  rc=$?
-}
-has() { case "$out" in *"$1"*) return 0 ;; esac; return 1; }
+# ---- helpers (one, res, call, has, near, num, line, the scripted model: lib.sh) ----
+. "$LIB/lib.sh"
 # reg ADDR REG: one register of a covo_i2c_regs chip, from debugfs, as two hex digits.
 reg() { od -An -tx1 -j "$(($2))" -N 1 "$D/0x$1/regs" | tr -d ' \n'; }
 dw() { cat "$D/0x$1/data_writes"; }
@@ -58,9 +39,6 @@ until_line() {
   done
   return 1
 }
-near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
-# the value of "key":NUMBER in $out (first occurrence)
-num() { printf '%s' "$out" | grep -o "\"$1\":[-0-9.e]*" | head -1 | cut -d: -f2; }
 hint_is_not_i2c() { ! has 'the bus may recover'; }
 
 # ---- I2C on a full I2C adapter (covo_i2c_regs) ----
@@ -232,37 +210,8 @@ g_gpio() {
 }
 
 # ---- GPIO in one long-running process (covo chat with a scripted model) ----
-reply_call() { # N TOOL ARGS_JSON
-  a=$(printf '%s' "$3" | sed 's/"/\\"/g')
-  printf '{"id":"r%s","object":"chat.completion","created":0,"model":"scripted","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_%s","type":"function","function":{"name":"%s","arguments":"%s"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}' \
-    "$1" "$1" "$2" "$a" >"/tmp/llm/reply.$1.json"
-}
-reply_text() {
-  printf '{"id":"r%s","object":"chat.completion","created":0,"model":"scripted","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}' \
-    "$1" "$2" >"/tmp/llm/reply.$1.json"
-}
-# result K: the result of tool call K, as covo sent it back to the model (request K+1).
-result() {
-  grep -oE "\"tool_call_id\":\"call_$1\",\"content\":\"([^\"\\\\]|\\\\.)*\"" "/tmp/llm/req.$(($1 + 1)).json" 2>/dev/null |
-    sed 's/\\"/"/g'
-}
 g_gpio_chat() {
-  rm -rf /tmp/llm
-  mkdir -p /tmp/llm /tmp/www/cgi-bin
-  cp "$LIB/llm.cgi" /tmp/www/cgi-bin/llm
-  chmod +x /tmp/www/cgi-bin/llm
-  httpd -p 127.0.0.1:8080 -h /tmp/www || { res gpio-chat scripted_model_serves 1 "httpd did not start"; return; }
-  cat >"$RUN/chat.cfg" <<CFG
-board = "$RUN/kernel.toml"
-[llm]
-provider = "openai"
-base_url = "http://127.0.0.1:8080/cgi-bin/llm"
-model = "scripted"
-timeout_secs = 30
-max_retries = 0
-[agent]
-max_steps = 12
-CFG
+  serve_model chat "$RUN/kernel.toml" || { res gpio-chat scripted_model_serves 1 "httpd did not start"; return; }
   snap() { echo "echo value=\$(cat $SIM_SYS/sim_gpio$1/value) \$($LIB/gpioline info $SIM_CHIP $1)"; }
   pull 3 down
   pull 4 down
@@ -469,7 +418,6 @@ g_avail() {
 
 # ---- covo doctor probes the board file's I2C devices, reading only ----
 # line PREFIX: the first line of $out starting with PREFIX (empty when none).
-line() { printf '%s\n' "$out" | grep -F -- "$1" | head -n 1; }
 g_doctor() {
   w=$(dw 76) p=$(cat $D/0x76/pointer_writes) r=$(cat $D/0x76/read_bytes)
   out=$($COVO --config "$RUN/doctor.cfg" doctor --offline 2>/tmp/covo.err)
