@@ -7,6 +7,7 @@ use crate::spec::{Availability, ToolSpec};
 use crate::toolset::{platform_default, ToolsetError, Toolsets};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Which toolsets are active for a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +99,45 @@ impl std::fmt::Display for Format {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// How many distinct tool lists [`render_raw`] keeps rendered.
+pub const RENDER_CACHE: usize = 8;
+
+/// A rendered `tools` array with the tool list and format it was rendered from.
+type Rendered = (Format, Vec<usize>, Arc<str>);
+
+/// The rendered lists, most recently used last.
+static RENDERED: OnceLock<Mutex<Vec<Rendered>>> = OnceLock::new();
+
+/// The `tools` array of one model request as JSON text, rendered once per distinct tool list
+/// and format and shared after that. A gateway sends the same few lists before every model call,
+/// and rendering them anew (parsing nothing, but copying every schema twice) was 40% of a turn's
+/// overhead with an instant model (issue 27). The last [`RENDER_CACHE`] lists are kept; a list
+/// is known by its tools' addresses, which are `'static`.
+pub fn render_raw(tools: &[&'static ToolSpec], format: Format) -> Arc<str> {
+    let cache = RENDERED.get_or_init(Default::default);
+    let key: Vec<usize> = tools
+        .iter()
+        .map(|t| *t as *const ToolSpec as usize)
+        .collect();
+    {
+        let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = c.iter().position(|(f, k, _)| *f == format && *k == key) {
+            // Most recently used last, so the oldest is the one dropped.
+            let hit = c.remove(i);
+            let raw = hit.2.clone();
+            c.push(hit);
+            return raw;
+        }
+    }
+    let raw: Arc<str> = render(tools, format).to_string().into();
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    c.push((format, key, raw.clone()));
+    if c.len() > RENDER_CACHE {
+        c.remove(0);
+    }
+    raw
 }
 
 /// Renders tools as the `tools` array of one model request.
@@ -259,6 +299,48 @@ mod tests {
         let openai: Value = serde_json::from_str(&a).unwrap();
         assert_eq!(openai[0]["type"], "function");
         assert!(openai[0]["function"]["parameters"].is_object());
+    }
+
+    #[test]
+    fn the_cached_payload_is_the_rendered_one_for_each_list_and_format() {
+        let (owned, ts) = setup("full");
+        let full = plan(&owned, &ts, &["full".to_string()], &everything)
+            .unwrap()
+            .visible;
+        let core = plan(&owned, &ts, &["core".to_string()], &everything)
+            .unwrap()
+            .visible;
+        assert_ne!(full.len(), core.len());
+        for _ in 0..2 {
+            for tools in [&full, &core] {
+                for f in [Format::Openai, Format::Anthropic] {
+                    let raw = render_raw(tools, f);
+                    assert_eq!(*raw, render(tools, f).to_string());
+                }
+            }
+        }
+        // A list in another order is another payload.
+        let mut reversed = core.clone();
+        reversed.reverse();
+        assert_eq!(
+            *render_raw(&reversed, Format::Openai),
+            render(&reversed, Format::Openai).to_string()
+        );
+        // More lists than the cache keeps: each still comes back right, and the cache stays
+        // bounded (the oldest lists are dropped, then rendered again when asked for).
+        let lists: Vec<Vec<&'static ToolSpec>> = (1..=RENDER_CACHE + 4)
+            .map(|n| full.iter().copied().take(n).collect())
+            .collect();
+        for _ in 0..2 {
+            for l in &lists {
+                assert_eq!(
+                    *render_raw(l, Format::Openai),
+                    render(l, Format::Openai).to_string()
+                );
+                let kept = RENDERED.get().unwrap().lock().unwrap().len();
+                assert!(kept <= RENDER_CACHE, "{kept} lists kept");
+            }
+        }
     }
 
     #[test]

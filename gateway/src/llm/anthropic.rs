@@ -1,8 +1,8 @@
 //! The Anthropic Messages wire format: request bodies, whole responses, and the assembly of
 //! streamed events. Pure functions over JSON; no I/O.
 
-use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
-use covo_core::plan::{render, Format};
+use super::{Body, ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
+use covo_core::plan::{render_raw, Format};
 use serde_json::{json, Value};
 
 /// Tool-use `input` must be an object: arguments that are not a JSON object are sent back as
@@ -16,7 +16,7 @@ fn input_object(arguments: &str) -> Value {
 }
 
 /// The request body for `POST {base}/v1/messages`.
-pub fn request_body(model: &str, max_tokens: u32, req: &ChatRequest<'_>, stream: bool) -> Value {
+pub fn request_body(model: &str, max_tokens: u32, req: &ChatRequest<'_>, stream: bool) -> Body {
     let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len());
     for m in req.messages {
         match m {
@@ -57,17 +57,17 @@ pub fn request_body(model: &str, max_tokens: u32, req: &ChatRequest<'_>, stream:
             }
         }
     }
-    let mut body = json!({"model": model, "max_tokens": max_tokens, "messages": messages});
+    let mut json = json!({"model": model, "max_tokens": max_tokens, "messages": messages});
     if !req.system.is_empty() {
-        body["system"] = json!(req.system);
-    }
-    if !req.tools.is_empty() {
-        body["tools"] = render(req.tools, Format::Anthropic);
+        json["system"] = json!(req.system);
     }
     if stream {
-        body["stream"] = json!(true);
+        json["stream"] = json!(true);
     }
-    body
+    Body {
+        json,
+        tools: (!req.tools.is_empty()).then(|| render_raw(req.tools, Format::Anthropic)),
+    }
 }
 
 fn stop_reason(s: Option<&str>) -> StopReason {

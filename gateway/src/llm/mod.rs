@@ -111,6 +111,48 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [&'static ToolSpec],
 }
 
+/// A request body: its JSON fields, then the `tools` array, already rendered as JSON text
+/// ([`covo_core::plan::render_raw`]) and written out as it is. Indexing reaches the fields.
+#[derive(Debug, Clone)]
+pub struct Body {
+    /// Every field but `tools`: an object.
+    pub json: serde_json::Value,
+    /// The `tools` array as JSON text, when tools are sent.
+    pub tools: Option<std::sync::Arc<str>>,
+}
+
+impl Body {
+    /// The bytes sent: the fields' object with `"tools":[…]` as its last member.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = self.json.to_string().into_bytes();
+        if let Some(t) = &self.tools {
+            if out.last() == Some(&b'}') {
+                out.pop();
+                if out.len() > 1 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"\"tools\":");
+                out.extend_from_slice(t.as_bytes());
+                out.push(b'}');
+            }
+        }
+        out
+    }
+}
+
+impl std::ops::Index<&str> for Body {
+    type Output = serde_json::Value;
+    fn index(&self, key: &str) -> &serde_json::Value {
+        &self.json[key]
+    }
+}
+
+impl std::ops::IndexMut<&str> for Body {
+    fn index_mut(&mut self, key: &str) -> &mut serde_json::Value {
+        &mut self.json[key]
+    }
+}
+
 /// Errors of a model call, phrased for the person at the terminal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LlmError {
@@ -516,15 +558,12 @@ impl HttpModel {
         &self.provider
     }
 
-    async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
+    async fn send(&self, body: &Body) -> Result<reqwest::Response, LlmError> {
         let p = &self.provider;
         let url = p.url();
         // What errors and logs show: the endpoint with any userinfo and query values masked.
         let shown = redact_url(&url);
-        let bytes = serde_json::to_vec(body).map_err(|e| LlmError::Malformed {
-            url: shown.clone(),
-            detail: format!("the request could not be encoded: {e}"),
-        })?;
+        let bytes = body.to_vec();
         let mut attempt = 0;
         loop {
             let mut req = self
@@ -761,11 +800,7 @@ impl HttpModel {
 
     /// Sends one request body and reads its answer, streamed or whole. Each wait for the server
     /// (its headers, the whole body, the next chunk) is bounded by the idle timeout.
-    async fn exchange(
-        &self,
-        body: &serde_json::Value,
-        on_text: OnText<'_>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn exchange(&self, body: &Body, on_text: OnText<'_>) -> Result<ChatResponse, LlmError> {
         let p = &self.provider;
         let resp = self.send(body).await?;
         let url = redact_url(&p.url());

@@ -1,13 +1,13 @@
 //! The OpenAI Chat Completions wire format: request bodies, whole responses, and the assembly of
 //! streamed chunks. Pure functions over JSON; no I/O.
 
-use super::{ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
-use covo_core::plan::{render, Format};
+use super::{Body, ChatRequest, ChatResponse, Message, StopReason, ToolCall, Unusable, Usage};
+use covo_core::plan::{render_raw, Format};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// The request body for `POST {base}/chat/completions`.
-pub fn request_body(model: &str, req: &ChatRequest<'_>, stream: bool) -> Value {
+pub fn request_body(model: &str, req: &ChatRequest<'_>, stream: bool) -> Body {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -39,15 +39,15 @@ pub fn request_body(model: &str, req: &ChatRequest<'_>, stream: bool) -> Value {
             } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
         });
     }
-    let mut body = json!({"model": model, "messages": messages});
-    if !req.tools.is_empty() {
-        body["tools"] = render(req.tools, Format::Openai);
-    }
+    let mut json = json!({"model": model, "messages": messages});
     if stream {
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
+        json["stream"] = json!(true);
+        json["stream_options"] = json!({"include_usage": true});
     }
-    body
+    Body {
+        json,
+        tools: (!req.tools.is_empty()).then(|| render_raw(req.tools, Format::Openai)),
+    }
 }
 
 fn stop_reason(s: Option<&str>) -> StopReason {
@@ -333,10 +333,54 @@ mod tests {
         );
         assert_eq!(b["messages"][3]["tool_call_id"], "call_1");
         assert_eq!(b["stream_options"]["include_usage"], true);
-        assert!(
-            b.get("tools").is_none(),
-            "no tools key when no tools are visible"
-        );
+        assert!(b.tools.is_none(), "no tools key when no tools are visible");
+        let sent: Value = serde_json::from_slice(&b.to_vec()).unwrap();
+        assert!(sent.get("tools").is_none(), "{sent}");
+        assert_eq!(sent, b.json);
+    }
+
+    #[test]
+    fn the_sent_body_carries_the_rendered_tools_after_the_fields() {
+        let tools: Vec<&'static covo_core::spec::ToolSpec> = covo_core::catalog::all()
+            .filter(|t| t.toolset == "core" || t.toolset == "gpio")
+            .collect();
+        let msgs = vec![Message::User("hi".into())];
+        let req = ChatRequest {
+            system: "sys",
+            messages: &msgs,
+            tools: &tools,
+        };
+        for _ in 0..2 {
+            let mut b = request_body("m", &req, true);
+            b["max_completion_tokens"] = json!(100);
+            let sent: Value = serde_json::from_slice(&b.to_vec()).unwrap();
+            let empty = Body {
+                json: json!({}),
+                tools: b.tools.clone(),
+            };
+            let only: Value = serde_json::from_slice(&empty.to_vec()).unwrap();
+            assert_eq!(only.as_object().unwrap().len(), 1);
+            assert_eq!(only["tools"], sent["tools"]);
+            assert_eq!(
+                sent["tools"],
+                covo_core::plan::render(&tools, Format::Openai)
+            );
+            assert_eq!(sent["max_completion_tokens"], 100);
+            assert_eq!(sent["messages"][1]["content"], "hi");
+            // One object, every key once, tools last.
+            let keys: Vec<&String> = sent.as_object().unwrap().keys().collect();
+            assert_eq!(
+                keys,
+                [
+                    "model",
+                    "messages",
+                    "stream",
+                    "stream_options",
+                    "max_completion_tokens",
+                    "tools"
+                ]
+            );
+        }
     }
 
     #[test]
