@@ -69,12 +69,8 @@ python3 "$here/bme280_expected.py" >"$root/etc/covo/expected-bme280"
 
 # The microcontroller: the firmware in QEMU, its UART0 a socket the guest's ttyS1 connects to.
 mcu_sock=$stage/mcu.sock
-qemu-system-arm -cpu cortex-m3 -machine lm3s6965evb -display none -monitor none \
-  -semihosting-config enable=on,target=native -serial "unix:$mcu_sock,server=on,wait=off" \
-  -kernel "$fw" </dev/null >"$stage/mcu.log" 2>&1 &
-mcu_pid=$!
-for _ in $(seq 100); do [ -S "$mcu_sock" ] && break; sleep 0.1; done
-[ -S "$mcu_sock" ] || die "the MCU's QEMU did not open $mcu_sock: $(cat "$stage/mcu.log")"
+. "$here/mcu.sh"
+start_mcu "$fw" "$mcu_sock" "$stage/mcu.log"
 
 append="console=ttyS0 rdinit=/init quiet panic=-1"
 [ -n "$check" ] && append="$append COVO_CHECK=$check"
