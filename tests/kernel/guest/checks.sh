@@ -444,11 +444,4 @@ g_doctor() {
   res doctor only_the_silent_device_fails $? "$out"
 }
 
-groups="i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu doctor"
-for g in $groups; do
-  if [ -z "$only" ] || [ "$only" = "$g" ]; then
-    g_$g
-  fi
-done
-case " $groups " in *" ${only:-i2c} "*) ;; *) echo "CHECK setup unknown_group FAIL no group '$only' (groups: $groups)"; fail=$((fail + 1)) ;; esac
-echo "RESULT pass=$pass fail=$fail"
+run_groups "$only" i2c smbus gpio gpio_chat noirq spi pwm policy avail mcu doctor

@@ -49,6 +49,23 @@ result() {
 
 line() { printf '%s\n' "$out" | grep -F -- "$1" | head -n 1; }
 
+# run_groups ONLY GROUP...: runs g_GROUP for each GROUP, or only ONLY when it is set (a name
+# that is no group is a failed check), then prints the RESULT line.
+run_groups() {
+  _only=$1
+  shift
+  for _g in "$@"; do
+    if [ -z "$_only" ] || [ "$_only" = "$_g" ]; then
+      g_$_g
+    fi
+  done
+  case " $* " in
+    *" ${_only:-$1} "*) ;;
+    *) echo "CHECK setup unknown_group FAIL no group '$_only' (groups: $*)"; fail=$((fail + 1)) ;;
+  esac
+  echo "RESULT pass=$pass fail=$fail"
+}
+
 # serve_model NAME BOARD_TOML: the scripted model (llm.cgi under busybox httpd on
 # 127.0.0.1:8080) and $RUN/NAME.cfg, a config for `covo chat` against it with BOARD_TOML.
 # Returns non-zero when httpd does not start. Script it with reply_call and reply_text.

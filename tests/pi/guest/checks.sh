@@ -19,7 +19,6 @@ TMP_MILLI=$(sed -n 's/.*covo_tmp105=\([-0-9]*\).*/\1/p' /proc/cmdline)
 pin() { grep "^pin $1 (gpio$1)" /sys/kernel/debug/pinctrl/*/pins | sed 's/.*) [0-9]*:[^ ]* //; s/;.*//'; }
 # eeprom OFFSET COUNT: bytes of the EEPROM through i2ctransfer, "0xNN 0xNN ...".
 eeprom() { i2ctransfer -y 1 w2@0x50 0x00 "$1" r"$2"; }
-hexes() { printf '%s' "$out" | grep -o '"hex":"[^"]*"' | head -1 | cut -d'"' -f4; }
 
 # ---- the device tree, and the hardware covo reports ----
 g_dt() {
@@ -189,10 +188,4 @@ g_rss() {
   res rss covo_run_stays_up_idle $? "$(head -c 300 /tmp/run.out)"
 }
 
-groups="dt i2c gpio spi mcu doctor rss"
-for g in $groups; do
-  if [ -z "$only" ] || [ "$only" = "$g" ]; then
-    g_$g
-  fi
-done
-echo "RESULT pass=$pass fail=$fail"
+run_groups "$only" dt i2c gpio spi mcu doctor rss
