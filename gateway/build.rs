@@ -107,9 +107,18 @@ fn edge_unwind_tables() {
         return;
     };
     let script = PathBuf::from(out).join("discard-unwind.ld");
+    // 32-bit ARM unwinds through its own tables (EHABI): `.ARM.exidx`, an entry for every
+    // function, and `.ARM.extab`; 185 KB of the ARMv6 binary.
+    let arm = if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("arm") {
+        " *(.ARM.exidx*) *(.ARM.extab*)"
+    } else {
+        ""
+    };
     if std::fs::write(
         &script,
-        "SECTIONS { /DISCARD/ : { *(.eh_frame) *(.eh_frame_hdr) } } INSERT AFTER .text;\n",
+        format!(
+            "SECTIONS {{ /DISCARD/ : {{ *(.eh_frame) *(.eh_frame_hdr){arm} }} }} INSERT AFTER .text;\n"
+        ),
     )
     .is_err()
     {

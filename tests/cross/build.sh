@@ -28,6 +28,13 @@
 # - arm-unknown-linux-musleabihf, for ARMv6 (ARM1176JZF-S: Pi Zero, Zero W, Pi 1), a static
 #   executable that runs on every 32-bit Raspberry Pi OS, so the armhf package carries it.
 #   `-C target-cpu=arm1176jzf-s`, and the C parts (SQLite, ring) with zig's `-mcpu` to match.
+#   ARMv6 has no Thumb-2, so every instruction is a 32-bit ARM one; what keeps it under 8 MiB
+#   (9.71 MB without them, 8.36 MB with): LLVM's machine outliner, which LLVM runs by itself at
+#   opt-level "z" on AArch64 but not on 32-bit ARM (repeated instruction sequences become calls
+#   to one copy) and `-Z location-detail=none` (a panic prints its message without file and
+#   line), -995 KB together; std built with `optimize_for_size` and without backtrace
+#   symbolization (`backtrace-trace-only`: a stripped binary has no symbols to resolve), -170 KB;
+#   the ARM unwind tables discarded at link time (gateway/build.rs), -185 KB.
 #   Rust's distribution servers reachable here do not have this target's prebuilt std (rustup
 #   answers 404), so std is compiled from the toolchain's own source (the rust-src component)
 #   with `-Z build-std`, which the stable toolchain takes under RUSTC_BOOTSTRAP=1 for this
@@ -63,10 +70,10 @@ for t in "${targets[@]}"; do
     armv7)   triple=armv7-unknown-linux-gnueabihf; zig_triple=$triple.2.31
              export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-cpu=cortex-a7" ;;
     armv6)   triple=arm-unknown-linux-musleabihf; zig_triple=$triple
-             build_std=(-Z build-std=std,panic_abort)
+             build_std=(-Z build-std=std,panic_abort -Z build-std-features=optimize_for_size,backtrace,backtrace-trace-only)
              # Not self-contained: zig supplies musl's start files and libunwind (the ones rustup ships
              # come with the prebuilt std, which this build does not have).
-             export CARGO_TARGET_ARM_UNKNOWN_LINUX_MUSLEABIHF_RUSTFLAGS="-C target-cpu=arm1176jzf-s -C link-self-contained=no"
+             export CARGO_TARGET_ARM_UNKNOWN_LINUX_MUSLEABIHF_RUSTFLAGS="-C target-cpu=arm1176jzf-s -C link-self-contained=no -C llvm-args=-enable-machine-outliner=always -Z location-detail=none"
              export CFLAGS_arm_unknown_linux_musleabihf="-mcpu=arm1176jzf_s" ;;
     *) fail "unknown target $t (aarch64, armv7, armv6 or peer-aarch64)" ;;
   esac
