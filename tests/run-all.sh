@@ -31,7 +31,8 @@ rustup component add rust-src
 # tmux and voice tools' tests.
 # The Pi builds run under qemu-user (qemu-user-static), the armv7 one on Debian's armhf glibc
 # (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
-# lintian and systemd-analyze check the Debian packages and their units; g++ builds llama-server.
+# lintian and systemd-analyze check the Debian packages and their units; g++ builds llama-server;
+# curl fetches the dashboard in the idle-RSS check (tests/bench/idle-rss.sh).
 # The emulated Pi 3 (tests/pi) edits Debian's Pi 3 device tree with fdtput (device-tree-compiler);
 # its QEMU 10, arm64 kernel and busybox are downloaded by tests/pi/build.sh, not installed.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
@@ -40,7 +41,7 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             mosquitto_pub:mosquitto-clients mosquitto_sub:mosquitto-clients openssl:openssl espeak-ng:espeak-ng musl-gcc:musl-tools python3:python3 \
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
-            lintian:lintian systemd-analyze:systemd fdtput:device-tree-compiler \
+            lintian:lintian systemd-analyze:systemd fdtput:device-tree-compiler curl:curl \
             chromium:chromium chromedriver:chromium-driver c++:g++; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
@@ -73,7 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 for cmd in chromium chromedriver \
            qemu-system-arm mosquitto mosquitto_passwd mosquitto_pub mosquitto_sub openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
-           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze fdtput; do
+           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze fdtput curl; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
@@ -159,6 +160,13 @@ echo "== edge build ($edge_target): static, and it runs"
 cargo build --profile edge -p covo-gateway --bin covo --target "$edge_target"
 edge_bin=$target_dir/$edge_target/edge/covo
 bash tests/edge-smoke.sh "$edge_bin"
+# Its idle footprint with MQTT, [telegram] and [web] on, and `covo mcp`'s, against the figures
+# recorded with its link order (gateway/link/$edge_target.rss, tests/bench/link-order.sh): an
+# order gone stale enough to cost more than 1 MiB fails here.
+if [ -f "gateway/link/$edge_target.order" ]; then
+  echo "== idle RSS of the edge build with every channel on, within 1 MiB of its link order's (tests/bench/idle-rss.sh)"
+  RSS_GATE=gateway/link/$edge_target.rss bash tests/bench/idle-rss.sh "$edge_bin"
+fi
 # 50 gateways (this edge build, each with its own home and SQLite) on one mosquitto: all online,
 # swarm calls answered, the broker killed with SIGKILL under actuation load and every gateway
 # back, no actuation run twice or answered without its audit row. The time targets are the

@@ -43,43 +43,9 @@ printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port
 "$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
 pids+=($!)
 
-# The stand-in Bot API: getUpdates waits for its timeout and returns no update.
+# The stand-in Bot API (tests/bench/bot-api.py): getUpdates waits for its timeout, no update.
 bot_port=$(free_port)
-cat >"$work/bot.py" <<'EOF'
-import json, sys, time, urllib.parse
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-polls = 0
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_POST(self):
-        global polls
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n)
-        try:
-            args = json.loads(body or b"{}")
-        except ValueError:
-            args = dict(urllib.parse.parse_qsl(body.decode()))
-        url = urllib.parse.urlsplit(self.path)
-        args.update(urllib.parse.parse_qsl(url.query))
-        method = url.path.rsplit("/", 1)[-1]
-        if method == "getUpdates":
-            polls += 1
-            time.sleep(min(float(args.get("timeout", 0)), 30))
-            out = {"ok": True, "result": []}
-        elif method == "getMe":
-            out = {"ok": True, "result": {"id": 1, "is_bot": True, "first_name": "covo", "username": "covo_bot"}}
-        else:
-            out = {"ok": True, "result": True}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    do_GET = do_POST
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-EOF
-python3 "$work/bot.py" "$bot_port" &
+python3 tests/bench/bot-api.py "$bot_port" &
 pids+=($!)
 
 mkdir -p "$work/on" "$work/off"

@@ -5,14 +5,19 @@
 # harmless but lets idle RSS creep back up (tests/bench/run-rss.sh shows it).
 #
 # What it records, under valgrind's callgrind (instruction-level, so nothing is sampled away):
-# - `covo run` on the sim board with a real mosquitto, for RUN_SECS (default 40) seconds:
-#   start-up, MQTT connect, Home Assistant discovery, telemetry and sampling, then SIGINT;
+# - `covo run` on the sim board with every channel on, for RUN_SECS (default 40) seconds:
+#   start-up, MQTT connect to a real mosquitto, Home Assistant discovery, telemetry and sampling,
+#   `[telegram]` long-polling a stand-in Bot API (tests/bench/bot-api.py), `[web]` serving its
+#   page once, then SIGINT;
+# - `covo mcp` (stdio): initialize, tools/list, idle, then end of input;
 # - the cold CLI paths: `covo tools list`, `covo tools call sensor_read`, `covo --version`.
+# Then it measures the ordered build's idle RSS with every channel on and `covo mcp`'s
+# (tests/bench/idle-rss.sh) into gateway/link/$musl.rss, the figures CI holds the build to.
 # Callgrind names functions from the build's symbols: the edge build is relinked keeping them
 # (COVO_LINK_KEEP_SYMBOLS=1; gateway/build.rs strips it at link time otherwise, so the symbol
 # names are those of the shipped build), then relinked stripped and ordered at the end.
 #
-#   bash tests/bench/link-order.sh        (needs valgrind, mosquitto, musl-gcc)
+#   bash tests/bench/link-order.sh        (needs valgrind, mosquitto, musl-gcc, curl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "link-order: $*" >&2; exit 1; }
@@ -24,6 +29,7 @@ musl=x86_64-unknown-linux-musl
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 bin=$target_dir/$musl/edge/covo
 out=gateway/link/$musl.order
+rss=gateway/link/$musl.rss
 run_secs=${RUN_SECS:-40}
 
 work=$(mktemp -d)
@@ -37,18 +43,30 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
 "$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
 pids+=($!)
-printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "link-order"\n' "$port" >"$work/covo.toml"
+bot_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 tests/bench/bot-api.py "$bot_port" &
+pids+=($!)
+web_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "link-order"\n[web]\nbind = "127.0.0.1:%s"\n[telegram]\napi_base = "http://127.0.0.1:%s"\nallow = [1]\npoll_timeout_secs = 25\n' \
+  "$port" "$web_port" "$bot_port" >"$work/covo.toml"
 grind() { # name args...
   local name=$1; shift
-  (cd "$work" && COVO_HOME="$work/home" COVO_CONFIG= valgrind --tool=callgrind --demangle=no \
+  (cd "$work" && COVO_HOME="$work/home" COVO_CONFIG= COVO_TELEGRAM_TOKEN=123:link-order \
+    valgrind --tool=callgrind --demangle=no \
     --callgrind-out-file="$work/$name.cg" "$bin" --config covo.toml "$@" >/dev/null 2>>"$work/$name.err")
 }
 grind run run &
 run_pid=$!
-sleep "$run_secs"
+sleep "$((run_secs / 2))"
+curl -sf "http://127.0.0.1:$web_port/" >/dev/null || { cat "$work/run.err" >&2; fail "the dashboard does not answer"; }
+sleep "$((run_secs - run_secs / 2))"
 pkill -INT -f "callgrind-out-file=$work/run.cg" || true
 wait "$run_pid" || true
 grep -q "MQTT on" "$work/run.err" || { cat "$work/run.err" >&2; fail "covo run did not connect to the broker"; }
+# covo mcp's idle: initialize, tools/list, then input held open a while and closed.
+{ printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"link-order","version":"0"}}}' \
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+  sleep 15; } | grind mcp mcp
 grind list tools list
 grind call tools call sensor_read '{"sensor":"climate"}'
 grind version --version
@@ -62,4 +80,5 @@ echo "link-order: $(wc -l <"$out") functions in $out" >&2
 
 # Back to the stripped, ordered build.
 cargo build --profile edge -p covo-gateway --bin covo --target "$musl" >&2
-echo "link-order: relinked $bin ($(stat -c %s "$bin") bytes); measure with tests/bench/run-rss.sh" >&2
+echo "link-order: relinked $bin ($(stat -c %s "$bin") bytes)" >&2
+RSS_RECORD=$rss bash tests/bench/idle-rss.sh "$bin"

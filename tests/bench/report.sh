@@ -201,6 +201,12 @@ row footprint "binary size, aarch64-unknown-linux-musl (Pi, stripped)" "$v" "≤
 l=$(pick footprint '^covo run \(edge build\) with MQTT')
 row footprint "idle RSS of \`covo run\`, edge build, sim board, broker connected" \
   "$(sed -E 's/.*with MQTT: ([0-9.]+ MiB).*MQTT costs ([0-9.]+ MiB).*/\1 (MQTT costs \2)/; s/([ (])\./\10./g' <<<"$l")" "≤ 6.5 MiB now, then ≤ 5 MiB (issue 15)"
+measure idle_rss 'covo (run|mcp) idle' bash tests/bench/idle-rss.sh "$host_bin"
+rss_cell() { sed -E 's/.*RSS +([0-9.]+) MiB \(anon +([0-9.]+), file +([0-9.]+)\).*/\1 MiB (anon \2, file \3)/'; }
+row idle_rss "idle RSS of \`covo run\`, edge build, MQTT, [telegram] and [web] on" \
+  "$(pick idle_rss 'covo run idle' | rss_cell)" "≤ 5 MiB (issue 27)"
+row idle_rss "idle RSS of \`covo mcp\` (stdio, initialized), edge build" \
+  "$(pick idle_rss 'covo mcp idle' | rss_cell)" "≤ 5 MiB (issue 27)"
 l=$(pick footprint '^covo tools list: ')
 row footprint "cold start of \`covo tools list\` (median; edge build)" \
   "$(sed -E 's/^covo tools list: ([0-9.]+ ms) absolute \([^)]*\), ([0-9.]+ ms) over \/bin\/true, ([0-9.]+x) .*/\1 (\2 over \/bin\/true, \3 \/bin\/true)/' <<<"$l")" "≤ 5 ms"
