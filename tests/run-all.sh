@@ -162,10 +162,14 @@ edge_bin=$target_dir/$edge_target/edge/covo
 bash tests/edge-smoke.sh "$edge_bin"
 # Its idle footprint with MQTT, [telegram] and [web] on, and `covo mcp`'s, against the figures
 # recorded with its link order (gateway/link/$edge_target.rss, tests/bench/link-order.sh): an
-# order gone stale enough to cost more than 1 MiB fails here.
+# order gone stale enough to cost more than 1 MiB fails here. A stale order is over every time
+# (by 4 MiB when this gate was written); an idle `covo run` on a busy machine now and then runs
+# a path that maps 1 MiB more code once (seen 1 run in 8: 6.78 MiB against 5.66 to 5.79), so
+# the check fails only when a second measurement, with fresh processes, is over as well.
 if [ -f "gateway/link/$edge_target.order" ]; then
   echo "== idle RSS of the edge build with every channel on, within 1 MiB of its link order's (tests/bench/idle-rss.sh)"
-  RSS_GATE=gateway/link/$edge_target.rss bash tests/bench/idle-rss.sh "$edge_bin"
+  RSS_GATE=gateway/link/$edge_target.rss bash tests/bench/idle-rss.sh "$edge_bin" \
+    || { echo "   over: measuring once more"; RSS_GATE=gateway/link/$edge_target.rss bash tests/bench/idle-rss.sh "$edge_bin"; }
 fi
 # 50 gateways (this edge build, each with its own home and SQLite) on one mosquitto: all online,
 # swarm calls answered, the broker killed with SIGKILL under actuation load and every gateway

@@ -28,30 +28,19 @@ if [ -z "${OFF_BIN:-}" ]; then
 fi
 ON_BIN=$(realpath "$ON_BIN"); OFF_BIN=$(realpath "$OFF_BIN")
 grep -q telegram <<<"$("$OFF_BIN" --version)" && fail "$OFF_BIN has the telegram feature"
-mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosq" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
 settle=${SETTLE:-8}
 
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-port=$(free_port)
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
-"$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
-pids+=($!)
-
-# The stand-in Bot API (tests/bench/bot-api.py): getUpdates waits for its timeout, no update.
-bot_port=$(free_port)
-python3 tests/bench/bot-api.py "$bot_port" &
-pids+=($!)
+# A mosquitto and the stand-in Bot API (getUpdates waits for its timeout, no update).
+. tests/bench/channels.sh
+start_channels
 
 mkdir -p "$work/on" "$work/off"
 web_port=$(free_port)
-printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "ch-on"\n[web]\nbind = "127.0.0.1:%s"\n[telegram]\napi_base = "http://127.0.0.1:%s"\nallow = [1]\npoll_timeout_secs = 25\n' \
-  "$port" "$web_port" "$bot_port" >"$work/on/covo.toml"
+channels_toml ch-on "$web_port" >"$work/on/covo.toml"
 printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "ch-off"\n' "$port" >"$work/off/covo.toml"
 for mode in on off; do
   b=$ON_BIN; [ "$mode" = off ] && b=$OFF_BIN

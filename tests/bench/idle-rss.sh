@@ -26,8 +26,6 @@ for b in "$@"; do
 done
 [ -z "${RSS_RECORD:-}${RSS_GATE:-}" ] || [ ${#bins[@]} = 1 ] || fail "RSS_RECORD and RSS_GATE take one build"
 [ -z "${RSS_GATE:-}" ] || [ -f "$RSS_GATE" ] || fail "$RSS_GATE is missing (tests/bench/link-order.sh writes it)"
-mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosq" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
 settle=${SETTLE:-8}
 
 work=$(mktemp -d)
@@ -38,23 +36,15 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-port=$(free_port)
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
-"$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
-pids+=($!)
-bot_port=$(free_port)
-python3 tests/bench/bot-api.py "$bot_port" &
-pids+=($!)
+. tests/bench/channels.sh
+start_channels
 
 run_pids=() mcp_pids=() mcp_fds=() web_ports=()
 for i in "${!bins[@]}"; do
   d=$work/b$i
   mkdir -p "$d/run" "$d/mcp"
   web_ports+=("$(free_port)")
-  printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "idle-%s"\n[web]\nbind = "127.0.0.1:%s"\n[telegram]\napi_base = "http://127.0.0.1:%s"\nallow = [1]\npoll_timeout_secs = 25\n' \
-    "$port" "$i" "${web_ports[$i]}" "$bot_port" >"$d/run/covo.toml"
+  channels_toml "idle-$i" "${web_ports[$i]}" >"$d/run/covo.toml"
   (cd "$d/run" && COVO_HOME="$d/run/home" COVO_CONFIG= COVO_TELEGRAM_TOKEN=123:bench \
       exec "${bins[$i]}" --config covo.toml run >/dev/null 2>"$d/run/stderr") &
   pids+=($!); run_pids+=($!)

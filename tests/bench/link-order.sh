@@ -22,8 +22,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 fail() { echo "link-order: $*" >&2; exit 1; }
 command -v valgrind >/dev/null || fail "valgrind is missing (apt-get install -y valgrind)"
-mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosq" ] || fail "mosquitto is missing (apt-get install -y mosquitto)"
 musl=x86_64-unknown-linux-musl
 [ "$(uname -m)" = x86_64 ] || fail "the order file is for $musl; run this on an x86_64 host"
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
@@ -39,16 +37,10 @@ nm "$bin" | grep -c ' main$' >/dev/null || fail "$bin has no symbols"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
-"$mosq" -c "$work/mosquitto.conf" 2>/dev/null &
-pids+=($!)
-bot_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 tests/bench/bot-api.py "$bot_port" &
-pids+=($!)
-web_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf '[mqtt]\nurl = "mqtt://127.0.0.1:%s"\ngateway_id = "link-order"\n[web]\nbind = "127.0.0.1:%s"\n[telegram]\napi_base = "http://127.0.0.1:%s"\nallow = [1]\npoll_timeout_secs = 25\n' \
-  "$port" "$web_port" "$bot_port" >"$work/covo.toml"
+. tests/bench/channels.sh
+start_channels
+web_port=$(free_port)
+channels_toml link-order "$web_port" >"$work/covo.toml"
 grind() { # name args...
   local name=$1; shift
   (cd "$work" && COVO_HOME="$work/home" COVO_CONFIG= COVO_TELEGRAM_TOKEN=123:link-order \
