@@ -153,15 +153,31 @@ fn llm_section(l: &Llama, mode: &str) -> String {
     )
 }
 
-/// Every call the agent made, from the audit log: (tool, outcome, arguments).
-fn audited(home: &Path) -> Vec<(String, String, String)> {
+/// One row of the audit log: how the call came, the tool, its outcome and its arguments.
+#[derive(Debug)]
+struct Audited {
+    via: String,
+    tool: String,
+    outcome: String,
+    args: String,
+}
+
+/// Every call the agent made, from the audit log, oldest first.
+fn audited(home: &Path) -> Vec<Audited> {
     let store = Store::open_in(home).unwrap();
     let conn = store.conn();
     let mut st = conn
-        .prepare("SELECT tool, outcome, args FROM audit ORDER BY id")
+        .prepare("SELECT via, tool, outcome, args FROM audit ORDER BY id")
         .unwrap();
     let rows = st
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_map([], |r| {
+            Ok(Audited {
+                via: r.get(0)?,
+                tool: r.get(1)?,
+                outcome: r.get(2)?,
+                args: r.get(3)?,
+            })
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -172,26 +188,109 @@ fn audited(home: &Path) -> Vec<(String, String, String)> {
 /// outside the tool's schema. A grammar holds a reply to the schema only; what no schema can
 /// state is answered like any other mistake and is not the grammar's failure: a rule such as
 /// todo_write's "at most one item in progress" (`invalid_arguments`), or `tool_describe` /
-/// `tool_call` naming a tool that does not exist (`unknown_tool` on a real tool's row). Every
-/// such row is checked against its tool's own schema here.
-fn assert_no_bad_calls(calls: &[(String, String, String)]) {
-    for (tool, outcome, args) in calls {
-        let spec = covo_core::catalog::all().find(|t| t.name == tool.as_str());
-        let bad = match (outcome.as_str(), spec) {
-            ("malformed_json", _) => true,
-            ("unknown_tool" | "invalid_arguments", None) => true,
-            ("unknown_tool" | "invalid_arguments", Some(spec)) => {
-                let schema = jsonschema::validator_for(&spec.params_json()).unwrap();
-                let args: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
-                !schema.is_valid(&args)
+/// `tool_call` naming a tool that does not exist (`unknown_tool` on a real tool's row). A
+/// `tool_call`'s inner call has a row of its own (via `tool_call`, logged before the outer
+/// one): naming no tool, it is the model's word passed on by `tool_call`, and it counts only
+/// when the next row is that `tool_call`, with valid arguments that name it. Every other
+/// refused row is checked against its tool's own schema here.
+fn assert_no_bad_calls(calls: &[Audited]) {
+    let valid = |tool: &str, args: &str| {
+        let Some(spec) = covo_core::catalog::all().find(|t| t.name == tool) else {
+            return false;
+        };
+        let schema = jsonschema::validator_for(&spec.params_json()).unwrap();
+        let args: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
+        schema.is_valid(&args)
+    };
+    for (i, c) in calls.iter().enumerate() {
+        let bad = match c.outcome.as_str() {
+            "malformed_json" => true,
+            "unknown_tool" | "invalid_arguments" if c.via == "tool_call" => {
+                let outer = calls.get(i + 1).filter(|o| {
+                    o.tool == "tool_call"
+                        && o.via != "tool_call"
+                        && valid("tool_call", &o.args)
+                        && serde_json::from_str::<serde_json::Value>(&o.args)
+                            .is_ok_and(|a| a["name"] == c.tool.as_str())
+                });
+                outer.is_none()
             }
+            "unknown_tool" | "invalid_arguments" => !valid(&c.tool, &c.args),
             _ => false,
         };
         assert!(
             !bad,
-            "a constrained call failed validation: {tool} → {outcome} ({calls:?})"
+            "a constrained call failed validation: {} → {} ({calls:#?})",
+            c.tool, c.outcome
         );
     }
+}
+
+fn row(via: &str, tool: &str, outcome: &str, args: &str) -> Audited {
+    Audited {
+        via: via.into(),
+        tool: tool.into(),
+        outcome: outcome.into(),
+        args: args.into(),
+    }
+}
+
+/// The judge itself, on rows a real run produced (SmolLM2 called `tool_call` for a tool named
+/// `tool_response`, from the tags its results came in) and on rows no constrained reply can
+/// produce.
+#[test]
+fn the_judge_of_constrained_calls_passes_the_models_mistakes_and_fails_the_grammars() {
+    let inner = r#"{"query":"True","description":"True"}"#;
+    let outer = r#"{"name":"tool_response","arguments":{"query":"True","description":"True"}}"#;
+    let run = vec![
+        row("direct", "conversation_search", "ok", r#"{"query":"True"}"#),
+        row("tool_call", "tool_response", "unknown_tool", inner),
+        row("direct", "tool_call", "unknown_tool", outer),
+        row(
+            "direct",
+            "tool_describe",
+            "unknown_tool",
+            r#"{"name":"nope"}"#,
+        ),
+    ];
+    assert_no_bad_calls(&run);
+    let bad = |rows: Vec<Audited>| std::panic::catch_unwind(|| assert_no_bad_calls(&rows)).is_err();
+    // A direct call to no tool: the grammar names only the tools it was sent.
+    assert!(bad(vec![row(
+        "direct",
+        "tool_response",
+        "unknown_tool",
+        inner
+    )]));
+    // An inner row whose outer `tool_call` is missing, or names another tool.
+    assert!(bad(vec![row(
+        "tool_call",
+        "tool_response",
+        "unknown_tool",
+        inner
+    )]));
+    assert!(bad(vec![
+        row("tool_call", "tool_response", "unknown_tool", inner),
+        row(
+            "direct",
+            "tool_call",
+            "unknown_tool",
+            r#"{"name":"other","arguments":{}}"#
+        ),
+    ]));
+    // Arguments outside a real tool's schema, and JSON that did not parse.
+    assert!(bad(vec![row(
+        "direct",
+        "tool_describe",
+        "invalid_arguments",
+        "{}"
+    )]));
+    assert!(bad(vec![row(
+        "direct",
+        "sensor_read",
+        "malformed_json",
+        "{"
+    )]));
 }
 
 #[test]
