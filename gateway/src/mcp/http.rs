@@ -157,7 +157,18 @@ async fn gate(State(g): State<Arc<Gate>>, req: Request, next: Next) -> Response 
             );
         }
     }
-    next.run(req).await
+    let mut r = next.run(req).await;
+    // rmcp's own refusals (a foreign Origin, an unknown session, a wrong Accept) may leave the
+    // body unread too, and then hyper drops the connection after answering: say so, as
+    // `refuse` does, or a keep-alive client loses its next request (CI saw it, under load,
+    // right after a 403 for a foreign Origin).
+    if r.status().is_client_error() && !r.headers().contains_key(header::CONNECTION) {
+        r.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    r
 }
 
 /// Serves MCP at `http://ADDR/mcp` until `stop`. Returns once the listener is bound, with the

@@ -396,7 +396,9 @@ fn wrong_bearer_tokens_are_slowed_and_the_right_one_is_not() {
 /// with a body, more times than there are sessions: every one gets its answer.
 #[test]
 fn refused_requests_close_their_connection_so_a_keep_alive_client_loses_nothing() {
-    let (_dir, config) = setup("bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"");
+    let (_dir, config) = setup(
+        "bind = \"127.0.0.1:0\"\ntoken = \"s3cret-token-long-enough\"\nallowed_origins = [\"http://dash.example:8080\"]",
+    );
     let (_daemon, url) = start_run(&config);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
@@ -404,7 +406,9 @@ fn refused_requests_close_their_connection_so_a_keep_alive_client_loses_nothing(
         .build()
         .unwrap();
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-    let post = |token: Option<&str>| {
+    // Refusals of every kind: covo's own (no token, a wrong one) and rmcp's (a page from a
+    // foreign Origin, a session that does not exist), each with its body unread.
+    let post = |token: Option<&str>, extra: Option<(&'static str, &'static str)>| {
         let mut r = http
             .post(&url)
             .header("accept", "application/json, text/event-stream")
@@ -413,28 +417,34 @@ fn refused_requests_close_their_connection_so_a_keep_alive_client_loses_nothing(
         if let Some(t) = token {
             r = r.header("authorization", format!("Bearer {t}"));
         }
+        if let Some((k, v)) = extra {
+            r = r.header(k, v);
+        }
         r.send()
     };
+    let right = Some("s3cret-token-long-enough");
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
         .block_on(async {
             for round in 0..40 {
-                let token = match round % 4 {
-                    3 => Some("a-wrong-token-of-some-length"),
-                    _ => None,
+                let (token, extra, status) = match round % 4 {
+                    0 => (None, None, 401),
+                    1 => (right, Some(("origin", "http://evil.example")), 403),
+                    2 => (right, Some(("mcp-session-id", "no-such-session")), 404),
+                    _ => (Some("a-wrong-token-of-some-length"), None, 401),
                 };
-                let r = post(token)
+                let r = post(token, extra)
                     .await
                     .unwrap_or_else(|e| panic!("round {round}: refused request lost: {e}"));
-                assert_eq!(r.status(), 401, "round {round}");
+                assert_eq!(r.status(), status, "round {round}");
                 assert_eq!(
                     r.headers().get("connection").map(|v| v.as_bytes()),
                     Some(&b"close"[..]),
                     "round {round}: a refusal must close its connection"
                 );
-                let r = post(Some("s3cret-token-long-enough"))
+                let r = post(right, None)
                     .await
                     .unwrap_or_else(|e| panic!("round {round}: the next request was lost: {e}"));
                 assert_eq!(r.status(), 200, "round {round}");
