@@ -33,6 +33,8 @@ rustup component add rust-src
 # (libc6-armhf-cross); pip installs zig and cargo-zigbuild, their cross compiler and linker.
 # lintian and systemd-analyze check the Debian packages and their units; g++ builds llama-server;
 # curl fetches the dashboard in the idle-RSS check (tests/bench/idle-rss.sh).
+# The fleet's clustered broker (tests/fleet/broker, rmqtt) compiles gRPC definitions with protoc
+# (protobuf-compiler).
 # The emulated Pi 3 (tests/pi) edits Debian's Pi 3 device tree with fdtput (device-tree-compiler);
 # its QEMU 10, arm64 kernel and busybox are downloaded by tests/pi/build.sh, not installed.
 have() { need "$1" || [ -x "/usr/sbin/$1" ]; }
@@ -42,7 +44,7 @@ for pair in qemu-system-arm:qemu-system-arm mosquitto:mosquitto mosquitto_passwd
             bwrap:bubblewrap git:git tmux:tmux arecord:alsa-utils \
             qemu-aarch64-static:qemu-user-static qemu-arm-static:qemu-user-static \
             lintian:lintian systemd-analyze:systemd fdtput:device-tree-compiler curl:curl \
-            chromium:chromium chromedriver:chromium-driver c++:g++; do
+            chromium:chromium chromedriver:chromium-driver c++:g++ protoc:protobuf-compiler; do
   have "${pair%%:*}" || missing+=("${pair#*:}")
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] || missing+=(libc6-armhf-cross)
@@ -74,7 +76,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 for cmd in chromium chromedriver \
            qemu-system-arm mosquitto mosquitto_passwd mosquitto_pub mosquitto_sub openssl espeak-ng musl-gcc python3 bwrap git tmux arecord \
-           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze fdtput curl; do
+           qemu-system-x86_64 busybox make gcc qemu-aarch64-static qemu-arm-static lintian systemd-analyze fdtput curl protoc; do
   have "$cmd" || { echo "run-all: $cmd is missing and could not be installed" >&2; exit 1; }
 done
 [ -e /usr/arm-linux-gnueabihf/lib/ld-linux-armhf.so.3 ] \
@@ -178,6 +180,19 @@ fi
 echo "== fleet: 50 gateways on one broker, the broker killed under load (tests/fleet/bench.py)"
 FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 COVO_BIN=$edge_bin \
   python3 tests/fleet/bench.py
+# The same on a real clustered MQTT 5 broker: 3 rmqtt nodes (tests/fleet/broker, built once per
+# machine), first checked for what covo needs across nodes (response topics, correlation data,
+# user properties, $share, retained births, Wills, a node killed and restarted); then 50 gateways
+# spread over the nodes, 3 covo-peer replicas in one $share group, node 2 killed under actuation
+# load and a peer replica killed under remote-call load.
+echo "== fleet on a 3-node clustered broker (tests/fleet/broker, cluster_check.py, bench.py)"
+COVO_FLEET_BROKER=$(bash tests/fleet/broker/setup.sh) \
+  || { echo "run-all: tests/fleet/broker/setup.sh could not build the clustered broker" >&2; exit 1; }
+export COVO_FLEET_BROKER
+prune "$target_dir/fleet-broker"
+python3 tests/fleet/cluster_check.py
+FLEET_BROKER=cluster FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 \
+  COVO_BIN=$edge_bin COVO_PEER_BIN=$target_dir/debug/covo-peer python3 tests/fleet/bench.py
 # It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.
 echo "== kernel suite: the Linux backends against Debian's 6.1 kernel in QEMU (tests/kernel)"
 bash tests/kernel/run.sh "$edge_bin"
