@@ -208,18 +208,28 @@ impl Handler for GatewayHandler {
         let filters = subs.into_iter().chain(local);
         match client.try_subscribe_many(filters, QoS::AtLeastOnce) {
             Ok(()) => self.sync_due = true,
-            Err(e) => tracing::warn!(error = %e, "MQTT subscribe failed"),
-        }
-        if self.presence == Presence::Owner {
-            publish_birth(client, &self.topics.gateway_status(&self.gateway), &served);
+            Err(e) => {
+                tracing::warn!(error = %e, "MQTT subscribe failed");
+                if self.presence == Presence::Owner {
+                    publish_birth(client, &self.topics.gateway_status(&self.gateway), &served);
+                }
+            }
         }
     }
 
     fn subscribed(&mut self, client: &Client) {
+        // The birth says "online": only once the broker has acknowledged the subscriptions, so
+        // whoever sees it can call at once. On one broker the order on the connection would
+        // do; a clustered broker spreads a subscription to its other nodes before the SUBACK
+        // (rmqtt through raft), while the birth could reach them ahead of it.
         // The broker sends retained messages right after a SUBACK; a message we publish to
         // ourselves after it comes back after them. Once per connection: later SUBACKs are
         // local subscriptions (`subscribe`), which need no sync.
         if std::mem::take(&mut self.sync_due) {
+            if self.presence == Presence::Owner {
+                let served = birth(&self.shared.lock());
+                publish_birth(client, &self.topics.gateway_status(&self.gateway), &served);
+            }
             let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
         }
     }

@@ -78,6 +78,8 @@ struct PeerHandler {
     validators: Arc<Validators>,
     executed: Arc<std::sync::atomic::AtomicU64>,
     limit: PacketLimit,
+    /// The birth waits for the SUBACK of this connection's subscription.
+    birth_due: bool,
 }
 
 /// Answers on `topic` with `body` (a serialized response to `call_id`). On the poll task
@@ -130,11 +132,8 @@ fn sendable(
     }
 }
 
-impl Handler for PeerHandler {
-    fn connected(&mut self, client: &Client) {
-        if let Err(e) = client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
-            tracing::warn!(error = %e, "peer subscribe failed");
-        }
+impl PeerHandler {
+    fn publish_birth(&self, client: &Client) {
         let birth = Status {
             software: Some(concat!("covo-peer ", env!("CARGO_PKG_VERSION")).into()),
             since: std::time::SystemTime::now()
@@ -150,6 +149,27 @@ impl Handler for PeerHandler {
             true,
             birth,
         );
+    }
+}
+
+impl Handler for PeerHandler {
+    fn connected(&mut self, client: &Client) {
+        match client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
+            Ok(()) => self.birth_due = true,
+            Err(e) => {
+                tracing::warn!(error = %e, "peer subscribe failed");
+                self.publish_birth(client);
+            }
+        }
+    }
+
+    /// The birth goes out once the broker has acknowledged the subscription to requests: a
+    /// clustered broker spreads it to its other nodes before the SUBACK, and a gateway that
+    /// sees the birth may send a request at once.
+    fn subscribed(&mut self, client: &Client) {
+        if std::mem::take(&mut self.birth_due) {
+            self.publish_birth(client);
+        }
     }
 
     fn publish(&mut self, client: &Client, p: Incoming) {
@@ -269,6 +289,7 @@ impl PeerServer {
         let executed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let limit = PacketLimit::default();
         let handler = PeerHandler {
+            birth_due: false,
             host,
             topics,
             id: opts.id.clone(),

@@ -357,8 +357,11 @@ def wait_online(bench, ids, limit):
 def round_trips(bench, ids, n, tool="board_info", args=None):
     times, errors, in_a_row = [], 0, 0
     for i in range(n):
-        r = bench.call(random.choice(ids), tool, args, timeout=15)
+        gw = random.choice(ids)
+        r = bench.call(gw, tool, args, timeout=15)
         if r is None or not r[1].get("ok"):
+            if errors == 0:
+                say(f"  first failed {tool} (to {gw}): {r[1] if r else 'no answer in 15 s'}")
             errors += 1
             in_a_row += 1
             if in_a_row >= 10:
@@ -455,12 +458,21 @@ def main():
     try:
         for k in range(PEERS):
             peers[k] = start_peer(pbin, work, broker.url(k), f"p{k + 1}")
-        # Phase 1: the baseline.
+        # Phase 1: the baseline, one gateway at a time, each called the moment its birth
+        # arrives: a birth must mean "ready to be called" (on a cluster too, where the birth
+        # and the gateway's subscriptions reach the bench's node by different ways).
+        at_once = []
         for i in range(BASELINE):
             gid = f"gw-{i:04d}"
             ids.append(gid)
             procs[gid] = start_gateway(binary, work, broker.url(i), gid)
+            if wait_online(bench, [gid], 30):
+                r = bench.call(gid, timeout=15)
+                at_once.append(r is not None and r[1].get("ok"))
         check(wait_online(bench, ids, 30), f"{BASELINE} gateways online")
+        check(len(at_once) == BASELINE and all(at_once),
+              f"a call made as soon as a gateway's birth arrived was answered ok"
+              f" ({sum(1 for a in at_once if a)} of {BASELINE})")
         time.sleep(1)
         base50, base95, base_err = round_trips(bench, ids, CALLS)
         say(f"  swarm round trip at {BASELINE} gateways: p50 {base50:.2f} ms, p95 {base95:.2f} ms"
