@@ -334,13 +334,8 @@ pub async fn serve_with(
         None => crate::exec::Session::new("swarm", "swarm"),
     });
     if let (Some(l), Some(t)) = (link, &topics) {
-        l.set_board(&rt.board().def().board.name);
         let ha = ha_topics(l);
-        if swarm_topic.is_some() {
-            let served = rt.swarm_served();
-            eprintln!("covo run: serving {} tool(s) to the swarm", served.len());
-            l.set_served(served);
-        }
+        // Subscriptions first: the birth that lists the served tools waits for their SUBACKs.
         for f in [
             t.chat_in(),
             ha.set_filter(),
@@ -352,6 +347,12 @@ pub async fn serve_with(
             let (id, r) = l.subscribe(&f).map_err(anyhow::Error::msg)?;
             subs.push(id);
             forward(r, tx.clone());
+        }
+        l.set_board(&rt.board().def().board.name);
+        if swarm_topic.is_some() {
+            let served = rt.swarm_served();
+            eprintln!("covo run: serving {} tool(s) to the swarm", served.len());
+            l.set_served(served);
         }
         announce(&rt, l, &switches);
         eprintln!(

@@ -81,6 +81,12 @@ struct State {
     pending: HashMap<String, Pending>,
     /// Our own sync message came back: the retained births have been delivered.
     synced: bool,
+    /// SUBSCRIBE packets sent and SUBACKs received on this connection: a birth that changed
+    /// while some were unanswered (`birth_due`) goes out once all are, so that a gateway never
+    /// announces a tool before the broker routes its requests (on a cluster, to every node).
+    subs_sent: u64,
+    subs_acked: u64,
+    birth_due: bool,
     /// A CONNACK has been seen and no disconnect since.
     connected: bool,
     /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
@@ -196,6 +202,8 @@ impl Handler for GatewayHandler {
             let mut st = self.shared.lock();
             st.connected = true;
             st.connects += 1;
+            // One SUBSCRIBE below carries every subscription; the birth follows its SUBACK.
+            (st.subs_sent, st.subs_acked, st.birth_due) = (1, 0, false);
             st.online_since = unix_now();
             let mut fs: Vec<String> = st.subs.iter().map(|(_, f, _)| f.clone()).collect();
             fs.sort();
@@ -225,11 +233,21 @@ impl Handler for GatewayHandler {
         // The broker sends retained messages right after a SUBACK; a message we publish to
         // ourselves after it comes back after them. Once per connection: later SUBACKs are
         // local subscriptions (`subscribe`), which need no sync.
-        if std::mem::take(&mut self.sync_due) {
-            if self.presence == Presence::Owner {
-                let served = birth(&self.shared.lock());
-                publish_birth(client, &self.topics.gateway_status(&self.gateway), &served);
+        let first = std::mem::take(&mut self.sync_due);
+        let due = {
+            let mut st = self.shared.lock();
+            st.subs_acked += 1;
+            let all = st.subs_acked >= st.subs_sent;
+            let due = first || (all && st.birth_due);
+            if due && all {
+                st.birth_due = false;
             }
+            (due && self.presence == Presence::Owner).then(|| birth(&st))
+        };
+        if let Some(b) = due {
+            publish_birth(client, &self.topics.gateway_status(&self.gateway), &b);
+        }
+        if first {
             let _ = client.try_publish(self.sync_topic.clone(), QoS::AtLeastOnce, false, "sync");
         }
     }
@@ -560,6 +578,7 @@ impl PeerLink {
             self.unsubscribe(id);
             return Err(format!("cannot subscribe to {filter}: {e}"));
         }
+        self.shared.lock().subs_sent += 1;
         Ok((id, rx))
     }
 
@@ -646,6 +665,11 @@ impl PeerLink {
         let (connected, b) = {
             let mut st = self.shared.lock();
             f(&mut st);
+            if st.subs_acked < st.subs_sent {
+                // A subscription is on its way: the birth follows its SUBACK.
+                st.birth_due = true;
+                return;
+            }
             (st.connected, birth(&st))
         };
         if connected && self.presence == Presence::Owner {

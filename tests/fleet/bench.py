@@ -158,6 +158,7 @@ class Bench:
     def __init__(self, port):
         self.online = {}  # gateway -> time its online birth arrived
         self.births = {}  # gateway -> time its latest online birth arrived
+        self.serving = {}  # gateway -> the tools its latest birth lists
         self.waiting = {}  # call id -> [sent, event, answer]
         self.lock = threading.Lock()
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bench",
@@ -181,13 +182,15 @@ class Bench:
         if m.topic.startswith("covo/gateways/"):
             gw = m.topic.split("/")[2]
             try:
-                st = json.loads(m.payload or b"{}").get("status")
-            except ValueError:
+                body = json.loads(m.payload or b"{}")
+                st = body.get("status")
+            except (ValueError, AttributeError):
                 return
             with self.lock:
                 if st == "online":
                     self.online.setdefault(gw, now)
                     self.births[gw] = now
+                    self.serving[gw] = set(body.get("tools") or [])
                 else:
                     self.online.pop(gw, None)
             return
@@ -458,20 +461,23 @@ def main():
     try:
         for k in range(PEERS):
             peers[k] = start_peer(pbin, work, broker.url(k), f"p{k + 1}")
-        # Phase 1: the baseline, one gateway at a time, each called the moment its birth
-        # arrives: a birth must mean "ready to be called" (on a cluster too, where the birth
-        # and the gateway's subscriptions reach the bench's node by different ways).
+        # Phase 1: the baseline, one gateway at a time, each called the moment a birth listing
+        # the tool arrives: that birth must mean "ready to be called" (on a cluster too, where
+        # the birth and the gateway's subscriptions reach the bench's node by different ways).
         at_once = []
         for i in range(BASELINE):
             gid = f"gw-{i:04d}"
             ids.append(gid)
             procs[gid] = start_gateway(binary, work, broker.url(i), gid)
-            if wait_online(bench, [gid], 30):
+            # Its first birth lists no tools yet; the one that lists them is the go-ahead.
+            if wait(lambda: "board_info" in bench.serving.get(gid, ()), 30):
                 r = bench.call(gid, timeout=15)
                 at_once.append(r is not None and r[1].get("ok"))
+                if not at_once[-1] and at_once.count(False) == 1:
+                    say(f"  first call on a birth failed (to {gid}): {r[1] if r else 'no answer in 15 s'}")
         check(wait_online(bench, ids, 30), f"{BASELINE} gateways online")
         check(len(at_once) == BASELINE and all(at_once),
-              f"a call made as soon as a gateway's birth arrived was answered ok"
+              f"a call made as soon as a gateway's birth listed the tool was answered ok"
               f" ({sum(1 for a in at_once if a)} of {BASELINE})")
         time.sleep(1)
         base50, base95, base_err = round_trips(bench, ids, CALLS)
