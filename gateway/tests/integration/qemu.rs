@@ -120,7 +120,7 @@ fn point(link: &Path, pty: &str) {
     std::os::unix::fs::symlink(pty, link).unwrap();
 }
 
-fn cli(dir: &Path, cfg: &Path, tool: &str, args: &str) -> Value {
+fn cli_output(dir: &Path, cfg: &Path, tool: &str, args: &str) -> (Option<i32>, Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_covo"))
         .args(["tools", "call", tool, args, "--config"])
         .arg(cfg)
@@ -129,8 +129,23 @@ fn cli(dir: &Path, cfg: &Path, tool: &str, args: &str) -> Value {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{tool}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(out.status.code(), Some(0), "{tool} {args}: {v}");
+    (out.status.code(), v)
+}
+
+fn cli(dir: &Path, cfg: &Path, tool: &str, args: &str) -> Value {
+    let (code, v) = cli_output(dir, cfg, tool, args);
+    assert_eq!(code, Some(0), "{tool} {args}: {v}");
     v
+}
+
+/// The first `mcu_info` of a QEMU just started: its firmware may still be booting on a busy
+/// machine (CI once saw "no answer within 3000 ms"), so it is asked again until it answers.
+fn first_info(rt: &Runtime, s: &Session) -> Value {
+    eventually(
+        std::time::Duration::from_secs(60),
+        "the firmware's first answer",
+        || rt.call(s, Via::Direct, "mcu_info", json!({})).ok(),
+    )
 }
 
 #[test]
@@ -144,7 +159,15 @@ fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
 
     let qemu = Qemu::start();
     point(&link, &qemu.pty);
-    let info = cli(dir.path(), &cfg, "mcu_info", "{}");
+    // The firmware may still be booting on a busy machine: ask until it answers.
+    let info = eventually(
+        std::time::Duration::from_secs(60),
+        "the firmware's first answer",
+        || match cli_output(dir.path(), &cfg, "mcu_info", "{}") {
+            (Some(0), v) => Some(v),
+            _ => None,
+        },
+    );
     assert_eq!(info["info"]["board"], "lm3s6965-qemu", "{info}");
     cli(dir.path(), &cfg, "mcu_gpio_write", r#"{"pin":2,"level":1}"#);
     let r = cli(dir.path(), &cfg, "mcu_gpio_read", r#"{"pin":2}"#);
@@ -171,7 +194,7 @@ fn the_gateway_drives_the_qemu_firmware_and_reconnects_after_a_restart() {
     drop(qemu);
     let qemu = Qemu::start();
     point(&link, &qemu.pty);
-    let again = rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    let again = first_info(&rt, &s);
     assert_eq!(again["info"]["board"], "lm3s6965-qemu");
     let list = rt.call(&s, Via::Direct, "mcu_list", json!({})).unwrap();
     let link_stats = &list["microcontrollers"][0]["link"];
@@ -428,7 +451,7 @@ fn the_qemu_firmware_is_flashed_by_restarting_qemu_on_a_new_image_and_reports_it
         .unwrap()
         .with_store(Store::in_memory().unwrap());
     let s = Session::new("qemu-flash", "cli");
-    let info = rt.call(&s, Via::Direct, "mcu_info", json!({})).unwrap();
+    let info = first_info(&rt, &s);
     let before = info["info"]["firmware"].as_str().unwrap().to_string();
     assert!(before.starts_with("covo "), "{info}");
 
