@@ -62,7 +62,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 from mosquitto import Broker  # noqa: E402  (tests/bench/mosquitto.py)
 sys.path.insert(0, os.path.join(ROOT, "tests", "fleet"))
-from cluster import Cluster  # noqa: E402  (tests/fleet/cluster.py)
+from cluster import Cluster, wait  # noqa: E402  (tests/fleet/cluster.py)
 CLUSTER = os.environ.get("FLEET_BROKER", "mosquitto") == "cluster"
 PEERS = int(os.environ.get("FLEET_PEERS", "3" if CLUSTER else "0"))
 N = int(os.environ.get("FLEET_GATEWAYS", "1000"))
@@ -349,12 +349,7 @@ def connection_losses(work, ids):
 
 
 def wait_online(bench, ids, limit):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if bench.count_online(ids) == len(ids):
-            return True
-        time.sleep(0.05)
-    return False
+    return wait(lambda: bench.count_online(ids) == len(ids), limit)
 
 
 def round_trips(bench, ids, n, tool="board_info", args=None):
@@ -614,15 +609,6 @@ def main():
         write_section(page, started)
     if failures:
         sys.exit(1)
-
-
-def wait(pred, limit):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return bool(pred())
 
 
 def retained_online(port, ids):

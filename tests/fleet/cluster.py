@@ -27,6 +27,17 @@ def broker_bin():
     return out.strip().splitlines()[-1]
 
 
+def wait(pred, limit=10.0, step=0.05):
+    """Polls `pred` every `step` seconds until it holds or `limit` seconds have passed; whether
+    it held. The fleet scripts' one way of waiting for something."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return bool(pred())
+
+
 def _listening(port):
     try:
         socket.create_connection(("127.0.0.1", port), 0.2).close()
@@ -88,33 +99,31 @@ class Cluster:
                 raise SystemExit(f"cluster node {i} did not start: see {self.log(i)}")
             time.sleep(0.5)
 
-    def joins(self, i):
-        """How many times node `i` has joined a leader (its log says so each time)."""
+    def _count(self, i, match):
+        """How many lines of node `i`'s log `match` (0 before it has one)."""
         try:
             with open(self.log(i), errors="replace") as f:
-                return f.read().count("running in follower mode")
+                return sum(1 for line in f if match(line))
         except OSError:
             return 0
+
+    def joins(self, i):
+        """How many times node `i` has joined a leader (its log says so each time)."""
+        return self._count(i, lambda line: "running in follower mode" in line)
 
     def wait_joined(self, timeout=60, nodes=None, before=None):
         """Waits until each of `nodes` (default: all but node 1) has joined a leader once more
         than `before[i]` times (default 0)."""
-        end = time.time() + timeout
+        end = time.monotonic() + timeout
         for i in nodes or self.ids[1:]:
-            while self.joins(i) <= (before or {}).get(i, 0):
-                if time.time() > end:
-                    raise SystemExit(f"cluster node {i} did not join the leader: see {self.log(i)}")
-                time.sleep(0.1)
+            if not wait(lambda: self.joins(i) > (before or {}).get(i, 0), end - time.monotonic(), 0.1):
+                raise SystemExit(f"cluster node {i} did not join the leader: see {self.log(i)}")
         time.sleep(1.0)
 
     def synced(self, i):
         """How many times node `i` has finished copying another node's retained messages."""
-        try:
-            with open(self.log(i), errors="replace") as f:
-                return sum(1 for line in f
-                           if "sync_retains_from_peers from" in line and line.rstrip().endswith("completed"))
-        except OSError:
-            return 0
+        return self._count(i, lambda line: "sync_retains_from_peers from" in line
+                           and line.rstrip().endswith("completed"))
 
     def restart(self, i, timeout=60):
         """Starts node `i` again after a kill and waits until it has rejoined the cluster and
@@ -125,11 +134,8 @@ class Cluster:
         synced = self.synced(i)
         self.start(i)
         self.wait_joined(nodes=[i], before=before)
-        end = time.time() + timeout
-        while self.synced(i) < synced + len(self.ids) - 1:
-            if time.time() > end:
-                raise SystemExit(f"cluster node {i} did not copy the retained messages: see {self.log(i)}")
-            time.sleep(0.1)
+        if not wait(lambda: self.synced(i) >= synced + len(self.ids) - 1, timeout, 0.1):
+            raise SystemExit(f"cluster node {i} did not copy the retained messages: see {self.log(i)}")
 
     def kill9(self, i):
         self.procs[i].send_signal(signal.SIGKILL)

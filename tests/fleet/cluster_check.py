@@ -30,7 +30,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster  # noqa: E402
+from cluster import Cluster, wait  # noqa: E402
 
 failures = []
 clients = []
@@ -63,13 +63,13 @@ def subscribe(c, *topics):
     wait(lambda: len(done) == len(topics))
 
 
-def wait(pred, t=10.0):
-    end = time.time() + t
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return bool(pred())
+def retained(port, topic_filter, n=1):
+    """The retained messages a new subscriber on `port` is given for `topic_filter` (waiting
+    up to 5 s for `n` of them)."""
+    s = client(port)
+    subscribe(s, topic_filter)
+    wait(lambda: len(s.inbox) >= n, 5)
+    return list(s.inbox)
 
 
 def request_response(ports, a, b, c, tag):
@@ -130,19 +130,15 @@ def main():
         client(ports[2]).publish("covo/gateways/chk/status", b'{"status":"online"}', qos=1,
                                  retain=True).wait_for_publish()
         time.sleep(0.5)
-        s = client(ports[0])
-        subscribe(s, "covo/gateways/+/status")
-        wait(lambda: s.inbox, 5)
+        got = [m.payload for m in retained(ports[0], "covo/gateways/+/status")]
         check("a birth retained through node 3 is seen by a new subscriber on node 1",
-              [m.payload for m in s.inbox] == [b'{"status":"online"}'], repr([m.payload for m in s.inbox]))
+              got == [b'{"status":"online"}'], repr(got))
         client(ports[1]).publish("covo/gateways/chk/status", b'{"status":"offline"}', qos=1,
                                  retain=True).wait_for_publish()
         time.sleep(0.5)
-        s = client(ports[2])
-        subscribe(s, "covo/gateways/+/status")
-        wait(lambda: s.inbox, 5)
+        got = [m.payload for m in retained(ports[2], "covo/gateways/+/status")]
         check("replaced through node 2, node 3 gives the new one",
-              [m.payload for m in s.inbox] == [b'{"status":"offline"}'], repr([m.payload for m in s.inbox]))
+              got == [b'{"status":"offline"}'], repr(got))
 
         ws = client(ports[2])
         subscribe(ws, "covo/gateways/will/status")
@@ -161,22 +157,18 @@ def main():
         cl.kill9(3)
         ok, detail = request_response(ports, 0, 1, 0, "b")
         check("node 3 killed: nodes 1 and 2 still route requests and answers", ok, detail)
-        s = client(ports[0])
-        subscribe(s, "covo/gateways/n3/status")
-        wait(lambda: s.inbox, 5)
+        got = [m.payload for m in retained(ports[0], "covo/gateways/n3/status")]
         check("node 3 killed: the birth retained through it is still given by node 1",
-              [m.payload for m in s.inbox] == [b'{"status":"online"}'], repr([m.payload for m in s.inbox]))
+              got == [b'{"status":"online"}'], repr(got))
 
         cl.restart(3)
         ok, detail = request_response(ports, 2, 0, 1, "c")
         check("node 3 restarted: it rejoins and routes to node 1 and from node 2", ok, detail)
         ok, detail = request_response(ports, 1, 2, 2, "d")
         check("node 3 restarted: requests reach its subscribers", ok, detail)
-        s = client(ports[2])
-        subscribe(s, "covo/gateways/+/status")
-        wait(lambda: len(s.inbox) >= 3, 5)
+        topics = sorted(m.topic for m in retained(ports[2], "covo/gateways/+/status", 3))
         check("node 3 restarted: it gives the cluster's retained births",
-              len({m.topic for m in s.inbox}) >= 3, repr(sorted(m.topic for m in s.inbox)))
+              len(set(topics)) >= 3, repr(topics))
     finally:
         for c in clients:
             c.loop_stop()
