@@ -78,10 +78,32 @@ pub fn token(cfg: &McpConfig) -> Option<String> {
 pub struct StdioError(String);
 
 /// Serves one MCP client on stdin/stdout until it closes them. Logs go to stderr only.
+///
+/// When both are pipes or sockets (how MCP clients start a server), they are read and written
+/// on the runtime's own thread, through epoll. tokio's `stdin()`/`stdout()` hand every read
+/// and write to a blocking-pool thread instead: two more thread switches each way on every
+/// call. Anything else (a terminal, a file) is served through those.
 pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioError> {
+    match polled_stdio() {
+        Some((stdin, stdout)) => {
+            tracing::debug!("MCP on stdio: polled by the runtime");
+            serve_on(shared, stdin, stdout).await
+        }
+        None => {
+            tracing::debug!("MCP on stdio: through tokio's blocking stdio");
+            let (stdin, stdout) = rmcp::transport::io::stdio();
+            serve_on(shared, stdin, stdout).await
+        }
+    }
+}
+
+async fn serve_on<R, W>(shared: std::sync::Arc<Shared>, read: R, write: W) -> Result<(), StdioError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     use rmcp::ServiceExt as _;
-    let (stdin, stdout) = rmcp::transport::io::stdio();
-    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
         .with_max_line_length(MAX_REQUEST_BYTES);
     let running = CovoMcp::new(shared)
         .serve(transport)
@@ -92,4 +114,59 @@ pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioErro
         .await
         .map_err(|e| StdioError(e.to_string()))?;
     Ok(())
+}
+
+type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout, non-blocking and registered with the runtime, when both are pipes or Unix
+/// sockets (Node starts its children on socket pairs); `None`, with both left blocking,
+/// otherwise. Each is a duplicate of fd 0 or 1: the O_NONBLOCK it sets belongs to the open pipe
+/// or socket, which `covo mcp` uses for the protocol only (its logs go to stderr).
+fn polled_stdio() -> Option<(Reader, Writer)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let kind = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let t = file.metadata().ok()?.file_type();
+        (t.is_fifo() || t.is_socket()).then_some((file, t.is_socket()))
+    };
+    // Both are checked before either is changed.
+    let (input, in_socket) = kind(std::io::stdin().as_fd())?;
+    let (output, out_socket) = kind(std::io::stdout().as_fd())?;
+    use tokio::net::unix::pipe;
+    // The duplicate kept of stdout's end gives its blocking mode back if stdin fails.
+    let (write, out_fd): (Writer, _) = if out_socket {
+        let s = socket(output)?;
+        let fd = s.as_fd().try_clone_to_owned().ok();
+        (Box::new(s), fd)
+    } else {
+        let s = pipe::Sender::from_file(output).ok()?;
+        let fd = s.as_fd().try_clone_to_owned().ok();
+        (Box::new(s), fd)
+    };
+    let read: Option<Reader> = if in_socket {
+        socket(input).map(|s| Box::new(s) as Reader)
+    } else {
+        pipe::Receiver::from_file(input)
+            .ok()
+            .map(|r| Box::new(r) as Reader)
+    };
+    match read {
+        Some(read) => Some((read, write)),
+        None => {
+            // stdout is served blocking after all, as stdin will be.
+            drop(write);
+            if let Some(fd) = out_fd {
+                let _ = rustix::io::ioctl_fionbio(&fd, false);
+            }
+            None
+        }
+    }
+}
+
+fn socket(file: std::fs::File) -> Option<tokio::net::UnixStream> {
+    let s = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+    s.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(s).ok()
 }

@@ -254,49 +254,136 @@ fn answer(out: &mut impl BufRead, id: u64, deadline: Instant) -> Value {
     panic!("no answer to {id}");
 }
 
+/// How a test hands `covo mcp` its stdin and stdout.
+#[derive(Debug, Clone, Copy)]
+enum Ends {
+    /// Pipes, as Python's SDK and most clients start a server: polled by the runtime.
+    Pipes,
+    /// A Unix socket pair for each, as Node (libuv) starts a child: polled too.
+    Sockets,
+    /// stdin a pipe, stdout a regular file: served through tokio's blocking stdio, so stdin
+    /// must be left blocking although it alone could have been polled.
+    StdoutToFile,
+}
+
+/// Reads a file that is still being written, waiting for more at its end.
+struct Tail(std::fs::File, Instant);
+
+impl Read for Tail {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.0.read(buf)?;
+            if n > 0 || Instant::now() > self.1 {
+                return Ok(n);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// `covo mcp` with its stdin and stdout as `ends` says; our ends of them.
+fn mcp_over(config: &Path, ends: Ends, dir: &Path) -> (Child, Box<dyn Write>, Box<dyn BufRead>) {
+    use std::os::unix::net::UnixStream;
+    let mut cmd = Command::new(covo());
+    cmd.args(["--config", config.to_str().unwrap(), "mcp"])
+        .env("COVO_LOG", "covo::mcp=debug")
+        .stderr(Stdio::piped());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    match ends {
+        Ends::Pipes => {
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let w = child.stdin.take().unwrap();
+            let r = child.stdout.take().unwrap();
+            (child, Box::new(w), Box::new(BufReader::new(r)))
+        }
+        Ends::Sockets => {
+            let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+            let (ours_out, theirs_out) = UnixStream::pair().unwrap();
+            let child = cmd
+                .stdin(std::os::fd::OwnedFd::from(theirs_in))
+                .stdout(std::os::fd::OwnedFd::from(theirs_out))
+                .spawn()
+                .unwrap();
+            (child, Box::new(ours_in), Box::new(BufReader::new(ours_out)))
+        }
+        Ends::StdoutToFile => {
+            let path = dir.join("mcp-stdout.jsonl");
+            let out = std::fs::File::create(&path).unwrap();
+            let mut child = cmd.stdin(Stdio::piped()).stdout(out).spawn().unwrap();
+            let w = child.stdin.take().unwrap();
+            let r = Tail(std::fs::File::open(&path).unwrap(), deadline);
+            (child, Box::new(w), Box::new(BufReader::new(r)))
+        }
+    }
+}
+
 #[test]
-fn stdio_drops_an_oversized_request_and_keeps_serving() {
-    let (_dir, config) = setup("");
-    let mut child = Command::new(covo())
-        .args(["--config", config.to_str().unwrap(), "mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+fn stdio_drops_an_oversized_request_and_keeps_serving_over_pipes_sockets_and_files() {
+    for ends in [Ends::Pipes, Ends::Sockets, Ends::StdoutToFile] {
+        let (dir, config) = setup("");
+        let (mut child, mut stdin, mut out) = mcp_over(&config, ends, dir.path());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#).unwrap();
+        assert_eq!(
+            answer(&mut out, 1, deadline)["result"]["serverInfo"]["name"],
+            "covo",
+            "{ends:?}"
+        );
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#).unwrap();
-    assert_eq!(
-        answer(&mut out, 1, deadline)["result"]["serverInfo"]["name"],
-        "covo"
-    );
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
-    // 2 MiB of arguments, over the 1 MiB bound.
-    let big = "x".repeat(2 << 20);
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"{big}"}}}}}}"#).unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"climate"}}}}}}"#).unwrap();
-    let v = answer(&mut out, 3, deadline);
-    let text = v["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("\"sensor\":\"climate\""), "{v}");
-    drop(stdin);
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "{err}");
-    // The oversized request never ran: only the second call is in the audit log.
-    let audited = audit(_dir.path(), "SELECT tool || ' ' || via FROM audit");
-    assert_eq!(audited, ["sensor_read mcp"]);
+        // 2 MiB of arguments, over the 1 MiB bound: more than a pipe or socket buffer holds,
+        // so the server reads it in many non-blocking reads.
+        let big = "x".repeat(2 << 20);
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"{big}"}}}}}}"#).unwrap();
+        // Calls and answers in a row, each answered whole, tools/list (12 KB) among them.
+        for id in 3..23 {
+            if id % 5 == 0 {
+                writeln!(
+                    stdin,
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+                )
+                .unwrap();
+                let v = answer(&mut out, id, deadline);
+                assert!(
+                    v["result"]["tools"].as_array().unwrap().len() > 20,
+                    "{ends:?}"
+                );
+                continue;
+            }
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sensor_read","arguments":{{"sensor":"climate"}}}}}}"#).unwrap();
+            let v = answer(&mut out, id, deadline);
+            let text = v["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("\"sensor\":\"climate\""), "{ends:?}: {v}");
+        }
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(status.success(), "{ends:?}: {err}");
+        let how = match ends {
+            Ends::Pipes | Ends::Sockets => "polled by the runtime",
+            Ends::StdoutToFile => "through tokio's blocking stdio",
+        };
+        assert!(
+            err.contains(&format!("MCP on stdio: {how}")),
+            "{ends:?}: {err}"
+        );
+        // The oversized request never ran: only the 16 good calls are in the audit log.
+        let audited = audit(dir.path(), "SELECT tool || ' ' || via FROM audit");
+        assert_eq!(audited, vec!["sensor_read mcp"; 16], "{ends:?}");
+    }
 }
 
 #[test]
