@@ -84,25 +84,12 @@ pub struct StdioError(String);
 /// and write to a blocking-pool thread instead: two more thread switches each way on every
 /// call. Anything else (a terminal, a file) is served through those.
 pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioError> {
-    match polled_stdio() {
-        Some((stdin, stdout)) => {
-            tracing::debug!("MCP on stdio: polled by the runtime");
-            serve_on(shared, stdin, stdout).await
-        }
-        None => {
-            tracing::debug!("MCP on stdio: through tokio's blocking stdio");
-            let (stdin, stdout) = rmcp::transport::io::stdio();
-            serve_on(shared, stdin, stdout).await
-        }
-    }
-}
-
-async fn serve_on<R, W>(shared: std::sync::Arc<Shared>, read: R, write: W) -> Result<(), StdioError>
-where
-    R: tokio::io::AsyncRead + Send + Unpin + 'static,
-    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
-{
     use rmcp::ServiceExt as _;
+    // Boxed either way: rmcp's service is built for one transport type, not two.
+    let (read, write): (Reader, Writer) = polled_stdio().unwrap_or_else(|| {
+        let (stdin, stdout) = rmcp::transport::io::stdio();
+        (Box::new(stdin), Box::new(stdout))
+    });
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
         .with_max_line_length(MAX_REQUEST_BYTES);
     let running = CovoMcp::new(shared)
@@ -121,52 +108,33 @@ type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 
 /// stdin and stdout, non-blocking and registered with the runtime, when both are pipes or Unix
 /// sockets (Node starts its children on socket pairs); `None`, with both left blocking,
-/// otherwise. Each is a duplicate of fd 0 or 1: the O_NONBLOCK it sets belongs to the open pipe
-/// or socket, which `covo mcp` uses for the protocol only (its logs go to stderr).
+/// otherwise. Each is a duplicate of fd 0 or 1: the O_NONBLOCK set on it belongs to the open
+/// pipe or socket, which `covo mcp` uses for the protocol only (its logs go to stderr). tokio's
+/// pipe types only read and write the fd, which serves a socket as well as a pipe.
 fn polled_stdio() -> Option<(Reader, Writer)> {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::FileTypeExt;
-    let kind = |fd: std::os::fd::BorrowedFd<'_>| {
-        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
-        let t = file.metadata().ok()?.file_type();
-        (t.is_fifo() || t.is_socket()).then_some((file, t.is_socket()))
+    use rustix::fs::FileType;
+    use std::os::fd::{AsFd, BorrowedFd};
+    use tokio::net::unix::pipe;
+    let stream = |fd: BorrowedFd<'_>| {
+        let t = FileType::from_raw_mode(rustix::fs::fstat(fd).ok()?.st_mode);
+        matches!(t, FileType::Fifo | FileType::Socket)
+            .then(|| fd.try_clone_to_owned().ok())
+            .flatten()
     };
     // Both are checked before either is changed.
-    let (input, in_socket) = kind(std::io::stdin().as_fd())?;
-    let (output, out_socket) = kind(std::io::stdout().as_fd())?;
-    use tokio::net::unix::pipe;
-    // The duplicate kept of stdout's end gives its blocking mode back if stdin fails.
-    let (write, out_fd): (Writer, _) = if out_socket {
-        let s = socket(output)?;
-        let fd = s.as_fd().try_clone_to_owned().ok();
-        (Box::new(s), fd)
-    } else {
-        let s = pipe::Sender::from_file(output).ok()?;
-        let fd = s.as_fd().try_clone_to_owned().ok();
-        (Box::new(s), fd)
-    };
-    let read: Option<Reader> = if in_socket {
-        socket(input).map(|s| Box::new(s) as Reader)
-    } else {
-        pipe::Receiver::from_file(input)
-            .ok()
-            .map(|r| Box::new(r) as Reader)
-    };
-    match read {
-        Some(read) => Some((read, write)),
-        None => {
-            // stdout is served blocking after all, as stdin will be.
-            drop(write);
-            if let Some(fd) = out_fd {
-                let _ = rustix::io::ioctl_fionbio(&fd, false);
-            }
-            None
+    let input = stream(std::io::stdin().as_fd())?;
+    let output = stream(std::io::stdout().as_fd())?;
+    let polled = (|| {
+        rustix::io::ioctl_fionbio(&input, true).ok()?;
+        rustix::io::ioctl_fionbio(&output, true).ok()?;
+        let read = pipe::Receiver::from_owned_fd_unchecked(input.try_clone().ok()?).ok()?;
+        let write = pipe::Sender::from_owned_fd_unchecked(output.try_clone().ok()?).ok()?;
+        Some((Box::new(read) as Reader, Box::new(write) as Writer))
+    })();
+    if polled.is_none() {
+        for fd in [&input, &output] {
+            let _ = rustix::io::ioctl_fionbio(fd, false);
         }
     }
-}
-
-fn socket(file: std::fs::File) -> Option<tokio::net::UnixStream> {
-    let s = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
-    s.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(s).ok()
+    polled
 }
