@@ -1,15 +1,17 @@
 //! `covo fleet`: the gateways on this broker as their retained births and Wills describe them
 //! (`P/gateways/G/status`; nothing is polled), and `covo fleet call`, one tool call fanned out
 //! to them. Each call runs through the target's own pipeline (its schema check, `[swarm]
-//! expose`, board policy, approver and audit), at most [`BROADCAST_THREADS`] at once, each
-//! waiting until one shared deadline. The list is bounded by the link (`MAX_MEMBERS`).
+//! expose`, board policy, approver and audit), at most
+//! [`BROADCAST_THREADS`](crate::tools::delegation::BROADCAST_THREADS) at once, each
+//! waiting until one shared deadline; a gateway whose turn comes too close to it is not asked
+//! (`delegation::fan_out`). The list is bounded by the link (`MAX_MEMBERS`).
 //!
 //! The last readings come the same way: each gateway's retained `P/G/sensors/<device>`
 //! messages, at most [`MAX_SENSORS`] devices per gateway and [`MAX_READING`] bytes each, for
 //! the gateways the births list.
 
 use crate::link::{Member, PeerLink};
-use crate::tools::delegation::{bounded_map, BROADCAST_THREADS};
+use crate::tools::delegation::fan_out;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -191,22 +193,10 @@ pub fn call(
             }
         }
     }
-    let deadline = Instant::now() + timeout;
     let read_only =
         covo_core::catalog::find(tool).is_some_and(|s| s.effect == covo_core::spec::Effect::Read);
-    let answers = bounded_map(&targets, BROADCAST_THREADS, |m| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        // Only a read is resent after a timeout: an actuation runs at most once.
-        let r = link.swarm_call(&m.id, tool, args.clone(), left, read_only);
-        (m.id.clone(), r)
-    });
-    for (id, r) in answers {
-        let v = match r {
-            Ok(v) => json!({"ok": true, "result": v}),
-            Err(e) => json!({"ok": false, "error": e.to_json()["error"].clone()}),
-        };
-        results.push((id, v));
-    }
+    // Only a read is resent after a timeout: an actuation runs at most once.
+    results.extend(fan_out(link, &targets, tool, &args, timeout, read_only));
     results.sort_by(|a, b| a.0.cmp(&b.0));
     let failed = results.iter().filter(|(_, v)| v["ok"] != true).count();
     let mut out = std::io::stdout().lock();

@@ -59,7 +59,8 @@ enum FleetCmd {
         /// One JSON line per gateway.
         #[arg(long)]
         json: bool,
-        /// The deadline shared by all the calls (ms).
+        /// The deadline shared by all the calls (ms); a gateway whose turn comes with less than
+        /// a quarter of it (at most 1 s) left is not asked (`not_sent`).
         #[arg(long, value_name = "MS", default_value_t = 10_000)]
         timeout_ms: u64,
         /// The tool.

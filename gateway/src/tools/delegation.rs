@@ -140,6 +140,50 @@ fn default_broadcast_ms() -> u64 {
 /// Threads one `swarm_broadcast` uses at most, whatever the number of members.
 pub const BROADCAST_THREADS: usize = 8;
 
+/// One call of `tool` per gateway in `targets`, at most [`BROADCAST_THREADS`] at once, all
+/// within one deadline `timeout` from now; `{"ok": true, "result": …}` or `{"ok": false,
+/// "error": …}` per gateway, in `targets`' order. A gateway whose turn comes with less than
+/// [`min_left`] of the deadline left is not asked at all (error kind `not_sent`): a request
+/// sent with no time to answer would leave an actuation's outcome unknown. A read
+/// (`idempotent`) is sent again once after a timeout, each attempt within half the time left.
+pub fn fan_out(
+    link: &PeerLink,
+    targets: &[Member],
+    tool: &str,
+    args: &Value,
+    timeout: Duration,
+    idempotent: bool,
+) -> Vec<(String, Value)> {
+    let deadline = std::time::Instant::now() + timeout;
+    let floor = min_left(timeout);
+    bounded_map(targets, BROADCAST_THREADS, |m| {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let v = if left < floor {
+            json!({"ok": false, "error": {
+                "kind": "not_sent",
+                "message": format!(
+                    "not asked: {} ms of the {} ms deadline were left when its turn came (at most {BROADCAST_THREADS} gateways are asked at once, and slower ones came first); nothing was sent to it",
+                    left.as_millis(), timeout.as_millis()
+                ),
+                "hint": "call it on its own, or fan out again with a longer timeout",
+            }})
+        } else {
+            let each = if idempotent { left / 2 } else { left };
+            match link.swarm_call(&m.id, tool, args.clone(), each, idempotent) {
+                Ok(v) => json!({"ok": true, "result": v}),
+                Err(e) => json!({"ok": false, "error": e.to_json()["error"].clone()}),
+            }
+        };
+        (m.id.clone(), v)
+    })
+}
+
+/// The least time left of a fan-out's deadline for which another gateway is still asked: a
+/// quarter of the deadline, at most 1 s.
+pub fn min_left(timeout: Duration) -> Duration {
+    (timeout / 4).min(Duration::from_secs(1))
+}
+
 /// `f` over `items` on at most `threads` scoped threads (each takes the next item when it is
 /// done), results in `items`' order.
 pub fn bounded_map<T: Sync, R: Send>(
@@ -174,31 +218,18 @@ fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         .into_iter()
         .filter(|m| m.online)
         .partition(|m| m.tools.contains(&a.tool));
-    let timeout = Duration::from_millis(a.timeout_ms);
-    // One request per member (each on its own branch, so ACLs stay per gateway), at most
-    // BROADCAST_THREADS in flight at once; each waits at most until the shared deadline. No
-    // retries: the deadline is the caller's.
-    let deadline = std::time::Instant::now() + timeout;
-    let answers: Vec<(String, Result<Value, ToolError>)> =
-        bounded_map(&targets, BROADCAST_THREADS, |m| {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            (
-                m.id.clone(),
-                link.swarm_call(&m.id, &a.tool, args.clone(), left, false),
-            )
-        });
-    let mut results = Map::new();
-    let mut answered = 0;
-    for (id, r) in answers {
-        let v = match r {
-            Ok(v) => {
-                answered += 1;
-                json!({"ok": true, "result": v})
-            }
-            Err(e) => json!({"ok": false, "error": e.to_json()["error"].clone()}),
-        };
-        results.insert(id, v);
-    }
+    // One request per member (each on its own branch, so ACLs stay per gateway). No retries:
+    // the deadline is the caller's.
+    let answers = fan_out(
+        link,
+        &targets,
+        &a.tool,
+        &args,
+        Duration::from_millis(a.timeout_ms),
+        false,
+    );
+    let answered = answers.iter().filter(|(_, v)| v["ok"] == true).count();
+    let results: Map<String, Value> = answers.into_iter().collect();
     Ok(json!({
         "tool": a.tool,
         "asked": targets.len(),

@@ -1447,6 +1447,138 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     terminate(b.0.take().unwrap());
 }
 
+/// `covo fleet call` against gateways that are online by their births but never answer (a
+/// node that died with their requests, say): at most 8 are asked at once, and when the slow
+/// ones have used the shared deadline up, the rest are not asked at all and are told so,
+/// rather than sent a request with no time left, which would make an actuation's outcome
+/// unknown. A read is tried twice, both attempts within the deadline.
+#[test]
+fn a_fleet_call_past_its_deadline_asks_no_more_gateways_and_says_so() {
+    let broker = Mosquitto::start();
+    // Ten silent members, gw-a0…gw-a9, sorted before the live one, so their calls come first.
+    let births = raw(broker.port(), "covo/gateways/+/status");
+    let silent: Vec<String> = (0..10).map(|i| format!("gw-a{i}")).collect();
+    for id in &silent {
+        births
+            .client
+            .publish(
+                format!("covo/gateways/{id}/status"),
+                QoS::AtLeastOnce,
+                true,
+                r#"{"status":"online","tools":["gpio_write","board_info"]}"#,
+            )
+            .unwrap();
+    }
+    // What was sent to them, and to the live one.
+    let requests = raw(broker.port(), "covo/+/swarm/req/#");
+    let dir = tempfile::tempdir().unwrap();
+    let live = run_gateway(
+        &broker,
+        dir.path(),
+        "gw-z",
+        "[swarm]\nexpose = [\"gpio_write\", \"board_info\"]\n",
+    );
+    let mut live = KillOnDrop(Some(live));
+    let ops = tempfile::tempdir().unwrap();
+    let ops_cfg = format!("[mqtt]\nurl = \"{}\"\ngateway_id = \"ops\"\n", broker.url());
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let f = fleet_json(ops.path(), &ops_cfg);
+        let serves = |id: &str| {
+            fleet_member(&f, id).is_some_and(|m| {
+                m["online"] == true && m["tools"].to_string().contains("gpio_write")
+            })
+        };
+        if serves("gw-z") && silent.iter().all(|id| serves(id)) {
+            break;
+        }
+        assert!(Instant::now() < end, "the fleet never came up: {f}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    while requests.rx.try_recv().is_ok() {}
+
+    let fan_out = |tool: &str, args: &str| {
+        let out = covo(ops.path(), &ops_cfg)
+            .args([
+                "fleet",
+                "call",
+                "--json",
+                "--timeout-ms",
+                "2000",
+                tool,
+                args,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 11, "{text}");
+        lines
+    };
+    // An actuation: the first 8 silent ones time out, each sent once and said to be unknown;
+    // gw-a8, gw-a9 and the live gw-z come after the deadline was spent: not asked, not run.
+    let lines = fan_out("gpio_write", r#"{"pin":17,"level":1}"#);
+    for l in &lines[..8] {
+        assert_eq!(l["error"]["kind"], "timeout", "{l}");
+        assert!(
+            l["error"]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("may have run"),
+            "{l}"
+        );
+    }
+    for (l, id) in lines[8..].iter().zip(["gw-a8", "gw-a9", "gw-z"]) {
+        assert_eq!(l["gateway"], id);
+        assert_eq!(l["error"]["kind"], "not_sent", "{l}");
+        assert!(
+            l["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was sent"),
+            "{l}"
+        );
+    }
+    // The broker carried exactly the 8 requests, one each, and nothing to the rest.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent: Vec<String> = requests.rx.try_iter().map(|m| m.topic).collect();
+    let mut to: Vec<&str> = sent.iter().map(|t| t.split('/').nth(1).unwrap()).collect();
+    to.sort();
+    assert_eq!(
+        to,
+        silent[..8].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        audit_count(&dir.path().join("home"), "remote", "gpio_write"),
+        0
+    );
+
+    // A read: sent twice to each silent one it asks, both attempts within the 2 s.
+    let lines = fan_out("board_info", "{}");
+    for l in &lines[..8] {
+        let message = l["error"]["message"].as_str().unwrap();
+        assert!(message.contains("(tried twice)"), "{l}");
+        let ms: u64 = message
+            .split(" within ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(ms <= 1000, "each attempt within half the deadline: {l}");
+    }
+    assert!(
+        lines[8..].iter().all(|l| l["error"]["kind"] == "not_sent"),
+        "{lines:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(requests.rx.try_iter().count(), 16);
+    terminate(live.0.take().unwrap());
+}
+
 /// `program` (mosquitto_pub or mosquitto_sub, from mosquitto-clients: clients that are not
 /// covo) for `broker`, over MQTT 5 as `who` (client id `id`), with the certificate the
 /// broker's CA issued to that name.
