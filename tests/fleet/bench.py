@@ -29,10 +29,13 @@ It prints, measured in the same run:
 - swarm calls/s across the fleet with FLEET_IN_FLIGHT (64) calls in flight;
 - mosquitto killed with SIGKILL and started again on the same port (with the cluster: node 2
   killed with SIGKILL and started again once the fleet is back): how long until every
-  gateway is online again (target <= 30 s), and whether each call made across the kill got
-  one answer or a clear error, with every `gpio_write` answered ok audited exactly once and
-  none audited twice; with the cluster also a fresh birth from every gateway that lost its node,
-  and every retained birth `online` on another node afterwards;
+  gateway is online again (target <= 30 s); across the kill, `covo fleet call` (covo's own
+  fan-out, as a field engineer runs it) of one `gpio_write` on each of up to 200 gateways, the
+  kill coming as its first request goes out: every gateway must get its answer or a clear
+  error, and by each gateway's audit log nothing ran twice, every ok ran once and nothing that
+  was not sent ran (a timeout's outcome is unknown to the caller: how many of them ran is
+  printed); with the cluster also a fresh birth from every gateway that lost its node, and
+  every retained birth `online` on another node afterwards;
 - with peers: remote-call (`plot_series`) p50 at FLEET_BASELINE and at all gateways and the
   ratio (target <= 1.5), remote calls/s, and one peer replica killed with SIGKILL under remote
   load and started again: every call answered ok or with a clear error.
@@ -74,6 +77,7 @@ THROUGHPUT_SECS = float(os.environ.get("FLEET_THROUGHPUT_SECS", "10"))
 # but not enforced; what must hold whatever the load (everyone online, every call answered once,
 # no actuation twice) still fails the run.
 TIME_TARGETS = os.environ.get("FLEET_TIME_TARGETS", "1") != "0"
+OPS = "fleet-ops"  # the gateway id `covo fleet call` runs as
 failures = []
 printed = []
 # Each broker has its own section of the page.
@@ -160,6 +164,7 @@ class Bench:
         self.births = {}  # gateway -> time its latest online birth arrived
         self.serving = {}  # gateway -> the tools its latest birth lists
         self.waiting = {}  # call id -> [sent, event, answer]
+        self.ops_requests = 0  # requests `covo fleet call` (id OPS) published
         self.lock = threading.Lock()
         self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bench",
                              protocol=mqtt.MQTTv5)
@@ -175,7 +180,8 @@ class Bench:
         sock = c.socket()
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        c.subscribe([("covo/gateways/+/status", 1), ("covo/bench/swarm/res/+", 1)])
+        c.subscribe([("covo/gateways/+/status", 1), ("covo/bench/swarm/res/+", 1),
+                     (f"covo/+/swarm/req/{OPS}", 1)])
 
     def on_message(self, _c, _u, m):
         now = time.monotonic()
@@ -193,6 +199,10 @@ class Bench:
                     self.serving[gw] = set(body.get("tools") or [])
                 else:
                     self.online.pop(gw, None)
+            return
+        if m.topic.endswith(f"/swarm/req/{OPS}"):
+            with self.lock:
+                self.ops_requests += 1
             return
         props = getattr(m, "properties", None)
         cid = getattr(props, "CorrelationData", None)
@@ -442,6 +452,37 @@ def under_fault(bench, ids, tool, args, n, fault, timeout=40):
     return join, when[0]
 
 
+def fleet_call_under_fault(binary, work, bench, url, targets, tool, args, fault, timeout_ms):
+    """`covo fleet call --json` of `tool` on `targets`: covo's own fan-out (8 at once, one
+    shared deadline), as a field engineer runs it. `fault()` runs as soon as the bench sees its
+    first request on the broker (the fan-out takes only milliseconds while all is well, so only
+    then does the fault land inside it). Returns {gateway: its result line} and the fault's
+    time."""
+    home = os.path.join(work, OPS)
+    os.makedirs(home, exist_ok=True)
+    cfg = os.path.join(home, "covo.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[mqtt]\nurl = "{url}"\ngateway_id = "{OPS}"\n')
+    cmd = [binary, "--config", cfg, "fleet", "call", "--json", "--timeout-ms", str(timeout_ms)]
+    for g in targets:
+        cmd += ["--gateway", g]
+    with bench.lock:
+        bench.ops_requests = 0
+    p = subprocess.Popen(cmd + [tool, json.dumps(args)], env=clean_env(home), cwd=home,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = wait(lambda: bench.ops_requests >= 1, 60, step=0.001)
+    fault()
+    when = time.monotonic()
+    out, err = p.communicate(timeout=timeout_ms / 1000 + 60)
+    if not first:
+        say("  covo fleet call sent no request within 60 s; the fault came anyway")
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    if p.returncode not in (0, 1) or not lines:
+        say(f"  covo fleet call exited {p.returncode}: {err.strip()[-500:]}")
+    return {line.get("gateway"): line for line in lines}, when
+
+
 def main():
     page = sys.argv[sys.argv.index("--write") + 1] if "--write" in sys.argv else None
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -521,14 +562,26 @@ def main():
         if PEERS:
             throughput(bench, ids, "plot_series", PLOT, "remote calls through the peers")
 
-        # The broker (or a node of it) killed under load: actuations in flight across the kill.
+        # The broker (or a node of it) killed under load: actuations in flight across the kill,
+        # made by `covo fleet call` (covo's own caller: every gateway gets an answer or a
+        # clear error), one gpio_write per gateway, on up to 200 of them.
         losses_before = connection_losses(work, ids)
-        acts_done, killed = under_fault(bench, ids, "gpio_write", {"pin": 17}, 200, broker.kill)
+        targets = random.sample(ids, min(200, len(ids)))
+
+        def kill():
+            broker.kill()
+            if not CLUSTER:
+                with bench.lock:
+                    bench.online.clear()  # retained births were lost with the broker
+
+        res, killed = fleet_call_under_fault(binary, work, bench, broker.url(0), targets,
+                                             "gpio_write", {"pin": 17, "level": 1}, kill, 20000)
         if not CLUSTER:
-            with bench.lock:
-                bench.online.clear()  # retained births were lost with the broker
+            # When the last birth came (the fleet call's deadline may have passed since).
             back = wait_online(bench, ids, 120)
-            back_after = time.monotonic() - killed
+            with bench.lock:
+                last = max(bench.online.get(g, 0) for g in ids)
+            back_after = (last if back else time.monotonic()) - killed
         else:
             # The retained births outlive the node: "online again" is a fresh birth, published
             # on another node, from every gateway that was on the killed one.
@@ -541,31 +594,35 @@ def main():
                 f" birth, the first {min(reborn, default=killed) - killed:.1f} s after the kill;"
                 f" {connection_losses(work, ids) - losses_before} connection losses in the fleet's logs")
             back = back and wait_online(bench, ids, 10)
-        acts = acts_done()
         check(back, f"all {N} online again after the broker{' node' if CLUSTER else ''} was killed"
                     f" ({bench.count_online(ids)} online)")
         timed(back and back_after <= 30,
               f"all {N} online again {back_after:.1f} s after the broker{' node' if CLUSTER else ''}"
               " was killed (target <= 30 s)")
-        answered = sum(1 for _, r in acts if r is not None)
-        ok = [(gw, r) for gw, r in acts if r is not None and r[1].get("ok")]
-        say(f"  across the kill: {len(acts)} gpio_write calls, {answered} answered"
-            f" ({len(ok)} ok), {len(acts) - answered} without an answer (lost with the"
-            f" {'node' if CLUSTER else 'broker'}; a gateway's caller would get a timeout error)")
-        # Effects, per gateway: no more audited runs than calls sent to it (none ran twice),
-        # and at least one per ok answer (none answered ok without running).
-        sent, oks = {}, {}
-        for gw, r in acts:
-            sent[gw] = sent.get(gw, 0) + 1
-            if r is not None and r[1].get("ok"):
-                oks[gw] = oks.get(gw, 0) + 1
-        over = under = 0
-        for gw, n in sent.items():
-            rows = audit_count(os.path.join(work, gw), "gpio_write")
-            over += max(0, rows - n)
-            under += max(0, oks.get(gw, 0) - rows)
-        check(over == 0, f"no gateway ran more gpio_writes than it was sent ({over} extra)")
-        check(under == 0, f"every ok answer has its audit row ({under} missing)")
+        # Every gateway has its line: the answer, or an error that says what is known.
+        missing = [g for g in targets if g not in res]
+        kinds = {}
+        for g in targets:
+            line = res.get(g, {})
+            kind = "ok" if line.get("ok") else (line.get("error") or {}).get("kind", "none")
+            kinds.setdefault(kind, []).append(g)
+        say(f"  across the kill, covo fleet call on {len(targets)} gateways: "
+            + ", ".join(f"{len(v)} {k}" for k, v in sorted(kinds.items()))
+            + f", {len(missing)} without a line")
+        check(not missing, f"covo fleet call gave every gateway an answer or a clear error"
+                           f" ({len(missing)} without)")
+        # Effects, from each gateway's own audit log: nothing ran twice, every ok ran once,
+        # nothing that was not sent ran; a timeout may have run or not (it says so).
+        rows = {g: audit_count(os.path.join(work, g), "gpio_write") for g in targets}
+        twice = [g for g in targets if rows[g] > 1]
+        ok_not_run = [g for g in kinds.get("ok", []) if rows[g] != 1]
+        unsent_ran = [g for g in kinds.get("not_sent", []) if rows[g] > 0]
+        timed_out = kinds.get("timeout", [])
+        say(f"  of the {len(timed_out)} timeouts (sent once, outcome unknown to the caller),"
+            f" {sum(1 for g in timed_out if rows[g])} ran and {sum(1 for g in timed_out if not rows[g])} did not")
+        check(not twice, f"no gpio_write ran twice ({len(twice)} did)")
+        check(not ok_not_run, f"every ok answer has its one audit row ({len(ok_not_run)} not)")
+        check(not unsent_ran, f"no gateway that was not asked ran it ({len(unsent_ran)} did)")
         broker.after_kill()
         if CLUSTER:
             check(retained_online(broker.c.ports[broker.KILLED - 1], ids),
