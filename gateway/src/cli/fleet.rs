@@ -1,8 +1,7 @@
 //! `covo fleet`: the gateways on this broker as their retained births and Wills describe them
 //! (`P/gateways/G/status`; nothing is polled), and `covo fleet call`, one tool call fanned out
 //! to them. Each call runs through the target's own pipeline (its schema check, `[swarm]
-//! expose`, board policy, approver and audit), at most
-//! [`BROADCAST_THREADS`](crate::tools::delegation::BROADCAST_THREADS) at once, each
+//! expose`, board policy, approver and audit), at most `--parallel` (64) at once, each
 //! waiting until one shared deadline; a gateway whose turn comes too close to it is not asked
 //! (`delegation::fan_out`). The list is bounded by the link (`MAX_MEMBERS`).
 //!
@@ -171,6 +170,7 @@ pub fn call(
     tool: &str,
     args: Value,
     timeout: Duration,
+    parallel: usize,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let members = sorted(link, false);
@@ -196,7 +196,9 @@ pub fn call(
     let read_only =
         covo_core::catalog::find(tool).is_some_and(|s| s.effect == covo_core::spec::Effect::Read);
     // Only a read is resent after a timeout: an actuation runs at most once.
-    results.extend(fan_out(link, &targets, tool, &args, timeout, read_only));
+    results.extend(fan_out(
+        link, &targets, tool, &args, timeout, read_only, parallel,
+    ));
     results.sort_by(|a, b| a.0.cmp(&b.0));
     let failed = results.iter().filter(|(_, v)| v["ok"] != true).count();
     let mut out = std::io::stdout().lock();

@@ -50,8 +50,8 @@ enum StoreCmd {
 #[derive(Subcommand)]
 enum FleetCmd {
     /// Call TOOL on every online gateway that serves it (or on each --gateway), through each
-    /// one's own pipeline and policy, at most 8 at once; one result per gateway. Exits 1 when
-    /// any failed.
+    /// one's own pipeline and policy, at most --parallel at once; one result per gateway.
+    /// Exits 1 when any failed.
     Call {
         /// A gateway to call (repeatable; default: every online gateway serving TOOL).
         #[arg(long = "gateway", value_name = "ID")]
@@ -63,6 +63,11 @@ enum FleetCmd {
         /// a quarter of it (at most 1 s) left is not asked (`not_sent`).
         #[arg(long, value_name = "MS", default_value_t = 10_000)]
         timeout_ms: u64,
+        /// Gateways asked at once (1 to 128). A gateway that does not answer holds its place
+        /// until the deadline, so more places let the others through.
+        #[arg(long, value_name = "N", default_value_t = 64,
+              value_parser = clap::value_parser!(u16).range(1..=128))]
+        parallel: u16,
         /// The tool.
         tool: String,
         /// Its arguments as JSON (default `{}`).
@@ -430,6 +435,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     gateways,
                     json,
                     timeout_ms,
+                    parallel,
                     tool,
                     args,
                 }) => {
@@ -444,6 +450,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         &tool,
                         args,
                         std::time::Duration::from_millis(timeout_ms),
+                        parallel.into(),
                         json,
                     )
                 }

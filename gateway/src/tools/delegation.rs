@@ -140,8 +140,9 @@ fn default_broadcast_ms() -> u64 {
 /// Threads one `swarm_broadcast` uses at most, whatever the number of members.
 pub const BROADCAST_THREADS: usize = 8;
 
-/// One call of `tool` per gateway in `targets`, at most [`BROADCAST_THREADS`] at once, all
-/// within one deadline `timeout` from now; `{"ok": true, "result": …}` or `{"ok": false,
+/// One call of `tool` per gateway in `targets`, at most `threads` at once (each holds one of
+/// the link's [`MAX_PENDING`](crate::link::MAX_PENDING) waiting calls), all within one
+/// deadline `timeout` from now; `{"ok": true, "result": …}` or `{"ok": false,
 /// "error": …}` per gateway, in `targets`' order. A gateway whose turn comes with less than
 /// [`min_left`] of the deadline left is not asked at all (error kind `not_sent`): a request
 /// sent with no time to answer would leave an actuation's outcome unknown. A read
@@ -153,16 +154,17 @@ pub fn fan_out(
     args: &Value,
     timeout: Duration,
     idempotent: bool,
+    threads: usize,
 ) -> Vec<(String, Value)> {
     let deadline = std::time::Instant::now() + timeout;
     let floor = min_left(timeout);
-    bounded_map(targets, BROADCAST_THREADS, |m| {
+    bounded_map(targets, threads, |m| {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let v = if left < floor {
             json!({"ok": false, "error": {
                 "kind": "not_sent",
                 "message": format!(
-                    "not asked: {} ms of the {} ms deadline were left when its turn came (at most {BROADCAST_THREADS} gateways are asked at once, and slower ones came first); nothing was sent to it",
+                    "not asked: {} ms of the {} ms deadline were left when its turn came (at most {threads} gateways are asked at once, and slower ones came first); nothing was sent to it",
                     left.as_millis(), timeout.as_millis()
                 ),
                 "hint": "call it on its own, or fan out again with a longer timeout",
@@ -227,6 +229,7 @@ fn swarm_broadcast(cx: &Cx<'_>, args: Value) -> Result<Value, CallError> {
         &args,
         Duration::from_millis(a.timeout_ms),
         false,
+        BROADCAST_THREADS,
     );
     let answered = answers.iter().filter(|(_, v)| v["ok"] == true).count();
     let results: Map<String, Value> = answers.into_iter().collect();

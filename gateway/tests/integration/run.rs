@@ -1448,7 +1448,7 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
 }
 
 /// `covo fleet call` against gateways that are online by their births but never answer (a
-/// node that died with their requests, say): at most 8 are asked at once, and when the slow
+/// node that died with their requests, say): with 8 asked at once (`--parallel 8`), when the slow
 /// ones have used the shared deadline up, the rest are not asked at all and are told so,
 /// rather than sent a request with no time left, which would make an actuation's outcome
 /// unknown. A read is tried twice, both attempts within the deadline.
@@ -1505,9 +1505,10 @@ fn a_fleet_call_past_its_deadline_asks_no_more_gateways_and_says_so() {
                 "--json",
                 "--timeout-ms",
                 "2000",
-                tool,
-                args,
+                "--parallel",
+                "8",
             ])
+            .args([tool, args])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1));
@@ -1519,7 +1520,15 @@ fn a_fleet_call_past_its_deadline_asks_no_more_gateways_and_says_so() {
         assert_eq!(lines.len(), 11, "{text}");
         lines
     };
-    // An actuation: the first 8 silent ones time out, each sent once and said to be unknown;
+    // More places at once than the link can wait for are refused before anything is sent.
+    for bad in ["0", "129"] {
+        let out = covo(ops.path(), &ops_cfg)
+            .args(["fleet", "call", "--parallel", bad, "board_info"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--parallel {bad}");
+    }
+    // An actuation, 8 at once: the first 8 silent ones time out, each sent once and said to be unknown;
     // gw-a8, gw-a9 and the live gw-z come after the deadline was spent: not asked, not run.
     let lines = fan_out("gpio_write", r#"{"pin":17,"level":1}"#);
     for l in &lines[..8] {
