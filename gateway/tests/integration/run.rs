@@ -548,20 +548,31 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
             .unwrap();
     });
 
-    let collect = |max: Duration| {
+    // The discovery configs that arrive until `done` holds of them and then none more for
+    // 2 s, or for at most 30 s (a loaded machine is slow, not wrong).
+    let collect = |done: &dyn Fn(&HashMap<String, Value>) -> bool| {
         let mut got: HashMap<String, Value> = HashMap::new();
-        let end = Instant::now() + max;
-        while let Ok(m) = ha
-            .rx
-            .recv_timeout(end.saturating_duration_since(Instant::now()))
-        {
-            got.insert(m.topic, serde_json::from_slice(&m.payload).unwrap());
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let wait = if done(&got) {
+                left.min(Duration::from_secs(2))
+            } else {
+                left
+            };
+            match ha.rx.recv_timeout(wait) {
+                Ok(m) => {
+                    got.insert(m.topic, serde_json::from_slice(&m.payload).unwrap());
+                }
+                Err(_) => return got,
+            }
         }
-        got
     };
-    let got = collect(Duration::from_secs(3));
     let temp = "homeassistant/sensor/covo_gw1/climate_temperature/config";
     let relay = "homeassistant/switch/covo_gw1/relay/config";
+    let hum_key = "homeassistant/sensor/covo_gw1/climate_humidity/config";
+    let got =
+        collect(&|g| g.contains_key(temp) && g.contains_key(relay) && g.contains_key(hum_key));
     assert!(got.contains_key(temp), "{:?}", got.keys());
     assert!(got.contains_key(relay), "{:?}", got.keys());
     for (t, v) in &got {
@@ -572,7 +583,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     assert_eq!(tv["unit_of_measurement"], "°C");
     assert_eq!(tv["state_topic"], "covo/gw1/sensors/climate");
     assert_eq!(tv["value_template"], "{{ value_json.temperature.value }}");
-    let hum = &got["homeassistant/sensor/covo_gw1/climate_humidity/config"];
+    let hum = &got[hum_key];
     assert_eq!(hum["device_class"], "humidity");
     assert_eq!(hum["unit_of_measurement"], "%");
     assert_eq!(got[relay]["command_topic"], "covo/gw1/ha/relay/set");
@@ -590,7 +601,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
         .client
         .publish("homeassistant/status", QoS::AtLeastOnce, false, "online")
         .unwrap();
-    let again = collect(Duration::from_secs(3));
+    let again = collect(&|g| got.keys().all(|k| g.contains_key(k)));
     assert_eq!(
         again.keys().collect::<std::collections::BTreeSet<_>>(),
         got.keys().collect::<std::collections::BTreeSet<_>>(),
@@ -601,7 +612,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
     // Everything on covo/gw1/ha/# until `want` (with `payload`, when given) arrives.
     let drain_until = |want: &str, payload: Option<&[u8]>| -> Vec<(String, Vec<u8>)> {
         let mut seen = Vec::new();
-        let end = Instant::now() + Duration::from_secs(5);
+        let end = Instant::now() + Duration::from_secs(30);
         while let Ok(m) = states
             .rx
             .recv_timeout(end.saturating_duration_since(Instant::now()))
@@ -664,7 +675,9 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
         .publish("covo/gw1/ha/relay/set", QoS::AtLeastOnce, false, "TOGGLE")
         .unwrap();
     let seen = drain("covo/gw1/ha/relay/error");
-    let e: Value = serde_json::from_slice(&seen.last().unwrap().1).unwrap();
+    let (topic, payload) = seen.last().unwrap();
+    assert_eq!(topic, "covo/gw1/ha/relay/error", "{seen:?}");
+    let e: Value = serde_json::from_slice(payload).unwrap();
     assert_eq!(e["error"]["kind"], "invalid_arguments", "{e}");
     assert!(sim.level(17), "still on");
     // (GPIO27 reads high: the sim's button has a pull-up; it was never driven.)
@@ -688,7 +701,7 @@ fn home_assistant_discovery_reannounce_and_switch_commands_through_the_policy() 
         )
         .unwrap();
     assert_eq!(v["component"], "sensor");
-    let announced = collect(Duration::from_secs(2));
+    let announced = collect(&|g| g.contains_key(temp));
     assert!(announced.contains_key(temp), "{v}");
     assert_eq!(announced[temp]["name"], "Greenhouse temperature");
     check_discovery(temp, &announced[temp]);
