@@ -144,7 +144,7 @@ pub const BROADCAST_THREADS: usize = 8;
 /// the link's [`MAX_PENDING`](crate::link::MAX_PENDING) waiting calls), all within one
 /// deadline `timeout` from now; `{"ok": true, "result": …}` or `{"ok": false,
 /// "error": …}` per gateway, in `targets`' order. A gateway whose turn comes with less than
-/// [`min_left`] of the deadline left is not asked at all (error kind `not_sent`): a request
+/// `min_left` of the deadline left is not asked at all (error kind `not_sent`): a request
 /// sent with no time to answer would leave an actuation's outcome unknown. A read
 /// (`idempotent`) is sent again once after a timeout, each attempt within half the time left.
 pub fn fan_out(
@@ -182,7 +182,7 @@ pub fn fan_out(
 
 /// The least time left of a fan-out's deadline for which another gateway is still asked: a
 /// quarter of the deadline, at most 1 s.
-pub fn min_left(timeout: Duration) -> Duration {
+fn min_left(timeout: Duration) -> Duration {
     (timeout / 4).min(Duration::from_secs(1))
 }
 

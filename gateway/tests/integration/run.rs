@@ -1262,6 +1262,26 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
     );
 }
 
+/// `covo fleet --json` asked every 200 ms until `ready` holds of the view, at most `secs`
+/// seconds (then the test fails with `what`); that view.
+fn fleet_when(
+    dir: &std::path::Path,
+    cfg: &str,
+    secs: u64,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let f = fleet_json(dir, cfg);
+        if ready(&f) {
+            return f;
+        }
+        assert!(Instant::now() < end, "{what}: {f}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// `covo fleet --json` from a machine of its own on the broker.
 fn fleet_json(dir: &std::path::Path, cfg: &str) -> Value {
     let out = covo(dir, cfg).args(["fleet", "--json"]).output().unwrap();
@@ -1322,21 +1342,21 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
 
     let ops = tempfile::tempdir().unwrap();
     let ops_cfg = cfg("ops", "");
-    let end = Instant::now() + Duration::from_secs(30);
-    let fleet = loop {
-        let f = fleet_json(ops.path(), &ops_cfg);
-        // Up: online, with its board named and its first readings retained.
-        let up = |id| {
-            fleet_member(&f, id).is_some_and(|m| {
-                m["online"] == true && m["board"] == "sim" && m["last_reading_at"].is_string()
-            })
-        };
-        if up("gw-b") && up("gw-c") {
-            break f;
-        }
-        assert!(Instant::now() < end, "the gateways never came up: {f}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let fleet = fleet_when(
+        ops.path(),
+        &ops_cfg,
+        30,
+        "the gateways never came up",
+        |f| {
+            // Up: online, with its board named and its first readings retained.
+            let up = |id| {
+                fleet_member(f, id).is_some_and(|m| {
+                    m["online"] == true && m["board"] == "sim" && m["last_reading_at"].is_string()
+                })
+            };
+            up("gw-b") && up("gw-c")
+        },
+    );
     assert_eq!(fleet["count"], 3, "{fleet}");
     let b_m = fleet_member(&fleet, "gw-b").unwrap();
     assert!(
@@ -1447,16 +1467,10 @@ fn the_fleet_view_lists_gateways_from_their_births_and_fans_calls_out_through_th
     // A gateway that stops is offline in the next view.
     let (code, _) = terminate(c.0.take().unwrap());
     assert_eq!(code, Some(0));
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        let f = fleet_json(ops.path(), &ops_cfg);
-        if fleet_member(&f, "gw-c").is_some_and(|m| m["online"] == false) {
-            assert_eq!(fleet_member(&f, "gw-b").unwrap()["online"], true);
-            break;
-        }
-        assert!(Instant::now() < end, "gw-c still online: {f}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let f = fleet_when(ops.path(), &ops_cfg, 20, "gw-c still online", |f| {
+        fleet_member(f, "gw-c").is_some_and(|m| m["online"] == false)
+    });
+    assert_eq!(fleet_member(&f, "gw-b").unwrap()["online"], true);
     terminate(b.0.take().unwrap());
 }
 
@@ -1494,20 +1508,14 @@ fn a_fleet_call_past_its_deadline_asks_no_more_gateways_and_says_so() {
     let mut live = KillOnDrop(Some(live));
     let ops = tempfile::tempdir().unwrap();
     let ops_cfg = format!("[mqtt]\nurl = \"{}\"\ngateway_id = \"ops\"\n", broker.url());
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let f = fleet_json(ops.path(), &ops_cfg);
+    fleet_when(ops.path(), &ops_cfg, 30, "the fleet never came up", |f| {
         let serves = |id: &str| {
-            fleet_member(&f, id).is_some_and(|m| {
+            fleet_member(f, id).is_some_and(|m| {
                 m["online"] == true && m["tools"].to_string().contains("gpio_write")
             })
         };
-        if serves("gw-z") && silent.iter().all(|id| serves(id)) {
-            break;
-        }
-        assert!(Instant::now() < end, "the fleet never came up: {f}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        serves("gw-z") && silent.iter().all(|id| serves(id))
+    });
     while requests.rx.try_recv().is_ok() {}
 
     let fan_out = |tool: &str, args: &str| {
