@@ -73,9 +73,14 @@ def main():
         d.save_screenshot(f"{a.shots}/login.png")
 
         # A wrong token is refused; the right one opens the dashboard.
+        # The refusal comes after the server's wrong-token delay, so the old form stays on the
+        # screen for a while after the click: wait for it to go before using the new one.
+        old_form = d.find_element(By.ID, "login")
         d.find_element(By.ID, "token").send_keys("wrong")
         d.find_element(By.ID, "login-button").click()
+        wait(d, "the refused login to replace the page", EC.staleness_of(old_form), timeout=30)
         wait(d, "the login form again", EC.presence_of_element_located((By.ID, "login")))
+        assert not d.find_elements(By.ID, "chat-form"), "a wrong token opened the dashboard"
         d.find_element(By.ID, "token").send_keys(a.token)
         d.find_element(By.ID, "login-button").click()
         wait(d, "the live stream", EC.text_to_be_present_in_element((By.ID, "live"), "live"))
