@@ -185,12 +185,16 @@ FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 C
 # user properties, $share, retained births, Wills, a node killed and restarted); then 50 gateways
 # spread over the nodes, 3 covo-peer replicas in one $share group, node 2 killed under actuation
 # load and a peer replica killed under remote-call load.
-echo "== fleet on a 3-node clustered broker (tests/fleet/broker, cluster_check.py, bench.py)"
+echo "== fleet on a 3-node clustered broker (tests/fleet/broker, cluster_check.py, acl_check.py, bench.py)"
 COVO_FLEET_BROKER=$(bash tests/fleet/broker/setup.sh) \
   || { echo "run-all: tests/fleet/broker/setup.sh could not build the clustered broker" >&2; exit 1; }
 export COVO_FLEET_BROKER
 prune "$target_dir/fleet-broker"
 python3 tests/fleet/cluster_check.py
+# The shipped ACL template (packaging/rmqtt/covo-acl.toml) on the cluster, with real gateways, a
+# peer and `covo fleet`: their traffic passes, forged births, answers, calls and subscriptions
+# with another gateway's credentials are refused, a forged Will is corrected by its gateway.
+COVO_BIN=$edge_bin COVO_PEER_BIN=$target_dir/debug/covo-peer python3 tests/fleet/acl_check.py
 FLEET_BROKER=cluster FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 \
   COVO_BIN=$edge_bin COVO_PEER_BIN=$target_dir/debug/covo-peer python3 tests/fleet/bench.py
 # It also runs the firmware image built above in qemu-system-arm, on the guest's second UART.

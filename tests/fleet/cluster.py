@@ -47,10 +47,13 @@ def _listening(port):
 
 
 class Cluster:
-    """`n` nodes; `ports[i]` is node i+1's MQTT port; logs in `work`/node-<id>.log."""
+    """`n` nodes; `ports[i]` is node i+1's MQTT port; logs in `work`/node-<id>.log. With `acl`
+    (an rmqtt-acl rule file, packaging/rmqtt/covo-acl.toml with credentials), every node
+    enforces it; without, every client may do anything."""
 
-    def __init__(self, work, n=3, binary=None):
+    def __init__(self, work, n=3, binary=None, acl=None):
         self.binary = binary or broker_bin()
+        self.acl = ["--acl", acl] if acl else []
         self.work = work
         self.ids = list(range(1, n + 1))
         self.ports = [free_port() for _ in self.ids]
@@ -84,7 +87,7 @@ class Cluster:
             with open(self.log(i), "ab") as out:
                 self.procs[i] = subprocess.Popen(
                     [self.binary, "--id", str(i), "--mqtt", f"127.0.0.1:{self.ports[i - 1]}",
-                     "--grpc", self.grpc, "--raft", self.raft],
+                     "--grpc", self.grpc, "--raft", self.raft, *self.acl],
                     stdout=out, stderr=out, stdin=subprocess.DEVNULL)
             while time.time() < end:
                 if _listening(self.ports[i - 1]):
