@@ -252,7 +252,7 @@ impl Handler for GatewayHandler {
         }
     }
 
-    fn publish(&mut self, _client: &Client, p: Incoming) {
+    fn publish(&mut self, client: &Client, p: Incoming) {
         let topic = p.topic.clone();
         if topic == self.sync_topic {
             self.shared.lock().synced = true;
@@ -283,6 +283,21 @@ impl Handler for GatewayHandler {
             self.shared.changed.notify_all();
         } else if let Some(gw) = self.topics.gateway_of_status(&topic) {
             if gw == self.gateway {
+                // Our own status says we are not online while we are: a Will of an earlier
+                // connection that fired late, or one another client left there (rmqtt does not
+                // check Wills against its ACL). Say it again.
+                if self.presence == Presence::Owner
+                    && !serde_json::from_slice::<Status>(&p.payload).is_ok_and(|s| s.is_online())
+                {
+                    let b = {
+                        let st = self.shared.lock();
+                        (st.connected && st.subs_acked >= st.subs_sent).then(|| birth(&st))
+                    };
+                    if let Some(b) = b {
+                        tracing::warn!("our status topic said offline: announcing again");
+                        publish_birth(client, &topic, &b);
+                    }
+                }
                 return;
             }
             let status: Option<Status> = serde_json::from_slice(&p.payload).ok();

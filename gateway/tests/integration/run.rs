@@ -1262,6 +1262,66 @@ fn a_swarm_request_is_answered_only_on_its_callers_swarm_response_topic() {
     );
 }
 
+#[test]
+fn a_running_gateway_whose_status_is_overwritten_announces_itself_again() {
+    // A Will of an earlier connection that fires late (a broker node that notices the old
+    // socket only now), or one another client left on this topic (rmqtt does not check Wills
+    // against its ACL), a cleared retained status, garbage: a gateway that is up says so again,
+    // and a new subscriber is given "online".
+    let broker = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let topic = "covo/gateways/gw-w/status";
+    let watch = raw(broker.port(), topic);
+    let mut gw = KillOnDrop(Some(run_gateway(&broker, dir.path(), "gw-w", "")));
+    let online_within = |secs: u64| {
+        let end = Instant::now() + Duration::from_secs(secs);
+        while let Some((v, _)) = watch.next_on(topic, end.saturating_duration_since(Instant::now()))
+        {
+            if v["status"] == "online" {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(online_within(30), "gw-w never came online");
+    // Its start-up births are over (2 s without one), so an "online" after the forged message
+    // below is an answer to it.
+    while watch.next_on(topic, Duration::from_secs(2)).is_some() {}
+    for forged in [&br#"{"status":"offline"}"#[..], b"", b"not json"] {
+        watch
+            .client
+            .publish(topic, QoS::AtLeastOnce, true, forged.to_vec())
+            .unwrap();
+        let (echo, _) = watch
+            .next_on(topic, Duration::from_secs(5))
+            .expect("the forged status itself");
+        assert_ne!(echo["status"], "online", "{echo}");
+        assert!(
+            online_within(10),
+            "after {:?} on its status topic, gw-w did not announce itself again",
+            String::from_utf8_lossy(forged)
+        );
+        let fresh = raw(broker.port(), topic);
+        let (v, retained) = fresh
+            .next_on(topic, Duration::from_secs(5))
+            .expect("a retained status");
+        assert!(retained && v["status"] == "online", "{v}");
+    }
+    // Stopped, it stays offline: nothing announces it on the way out.
+    let (code, err) = terminate(gw.0.take().unwrap());
+    assert_eq!(code, Some(0), "{err}");
+    std::thread::sleep(Duration::from_secs(1));
+    let fresh = raw(broker.port(), topic);
+    let (v, _) = fresh
+        .next_on(topic, Duration::from_secs(5))
+        .expect("a retained status");
+    assert_eq!(v["status"], "offline", "{v}");
+    assert!(
+        err.contains("announcing again"),
+        "the re-announcements are logged: {err}"
+    );
+}
+
 /// `covo fleet --json` asked every 200 ms until `ready` holds of the view, at most `secs`
 /// seconds (then the test fails with `what`); that view.
 fn fleet_when(
