@@ -17,6 +17,11 @@ pub struct PeerConfig {
     /// What the tool backends need.
     #[serde(default)]
     pub backends: BackendsConfig,
+    /// Where the fleet page listens (`"127.0.0.1:8090"`); absent, there is no page. Anything
+    /// but a loopback address needs `fleet_token` (`crate::fleet_page`).
+    pub fleet_bind: Option<String>,
+    /// The fleet page's bearer token (`$COVO_PEER_FLEET_TOKEN` wins), at least 16 characters.
+    pub fleet_token: Option<String>,
 }
 
 /// `[peer]` is not valid: the message names the key and what was expected.

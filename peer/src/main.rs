@@ -5,6 +5,8 @@ use clap::Parser;
 use covo::config::Config;
 use covo_peer::backends::Backends;
 use covo_peer::config::PeerConfig;
+use covo_peer::fleet::Fleet;
+use covo_peer::fleet_page;
 use covo_peer::server::{PeerServer, ServerOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,18 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     let peer = PeerConfig::from_config(&config)?;
     let opts = ServerOptions::from_config(&config, &peer);
+    // The fleet page: its bind and token are checked, and its socket bound, before anything
+    // connects, so a bad `[peer] fleet_bind` is a startup error.
+    let page = match &peer.fleet_bind {
+        Some(bind) => {
+            let token = fleet_page::token(peer.fleet_token.as_deref(), &|k| std::env::var(k).ok());
+            let addr = fleet_page::check_bind(bind, token.as_deref())?;
+            let listener = fleet_page::bind(addr)?;
+            let local = listener.local_addr().unwrap_or(addr);
+            Some((listener, local, token, Fleet::shared(&opts.prefix)))
+        }
+        None => None,
+    };
     // The peer's own model, from its `[llm]` and `COVO_LLM_*`, serves test_generate and the
     // sub-agents; without one those tools are not advertised.
     let model = Backends::model_from_config(&config, &|k| std::env::var(k).ok());
@@ -47,7 +61,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         tools.len(),
         tools.join(", ")
     );
-    let server = PeerServer::start(&opts, std::sync::Arc::new(backends))
+    let fleet = page.as_ref().map(|(_, _, _, fleet)| fleet.clone());
+    let server = PeerServer::start_with_fleet(&opts, std::sync::Arc::new(backends), fleet)
         .map_err(anyhow::Error::msg)
         .context("cannot start the peer")?;
     // Ctrl-C or SIGTERM: publish `offline`, drain, DISCONNECT (the broker sends no Will).
@@ -55,6 +70,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?
         .block_on(async {
+            if let Some((listener, local, token, fleet)) = page {
+                eprintln!("covo-peer: fleet page on http://{local}/");
+                tokio::spawn(fleet_page::serve(listener, fleet, token));
+            }
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             tokio::select! {

@@ -14,6 +14,7 @@
 //! dropped (its answer is on the way), and a tool never runs twice.
 
 use crate::backends::Backends;
+use crate::fleet::SharedFleet;
 use crate::validate::Validators;
 use covo_core::error::ToolError;
 use covo_wire::dedup::{Admit, Dedup};
@@ -80,6 +81,8 @@ struct PeerHandler {
     limit: PacketLimit,
     /// The birth waits for the SUBACK of this connection's subscription.
     birth_due: bool,
+    /// The fleet the fleet page shows, fed from the gateways' retained statuses and readings.
+    fleet: Option<SharedFleet>,
 }
 
 /// Answers on `topic` with `body` (a serialized response to `call_id`). On the poll task
@@ -153,8 +156,14 @@ impl PeerHandler {
 }
 
 impl Handler for PeerHandler {
+    /// Subscribes to the shared request group and, with a fleet page, to every gateway's status
+    /// and readings, in one SUBSCRIBE (one SUBACK, which the birth waits for).
     fn connected(&mut self, client: &Client) {
-        match client.try_subscribe(self.topics.shared_requests(), QoS::AtLeastOnce) {
+        let mut filters = vec![self.topics.shared_requests()];
+        if let Some(fleet) = &self.fleet {
+            filters.extend(fleet.lock().unwrap_or_else(|p| p.into_inner()).filters());
+        }
+        match client.try_subscribe_many(filters, QoS::AtLeastOnce) {
             Ok(()) => self.birth_due = true,
             Err(e) => {
                 tracing::warn!(error = %e, "peer subscribe failed");
@@ -173,6 +182,12 @@ impl Handler for PeerHandler {
     }
 
     fn publish(&mut self, client: &Client, p: Incoming) {
+        if let Some(fleet) = &self.fleet {
+            let mut fleet = fleet.lock().unwrap_or_else(|p| p.into_inner());
+            if fleet.message(&p.topic, &p.payload) {
+                return;
+            }
+        }
         let topic = p.topic.clone();
         let props = &p.properties;
         // Answers go only to the requesting gateway's own response topic: any client can
@@ -276,6 +291,16 @@ pub struct PeerServer {
 impl PeerServer {
     /// Connects and serves `host`'s tools in the background.
     pub fn start(opts: &ServerOptions, host: Arc<dyn ToolHost>) -> Result<PeerServer, String> {
+        PeerServer::start_with_fleet(opts, host, None)
+    }
+
+    /// [`PeerServer::start`], also keeping `fleet` up to date from the gateways' retained
+    /// statuses and readings (for the fleet page), when given.
+    pub fn start_with_fleet(
+        opts: &ServerOptions,
+        host: Arc<dyn ToolHost>,
+        fleet: Option<SharedFleet>,
+    ) -> Result<PeerServer, String> {
         let topics = Topics::new(&opts.prefix);
         let status = topics.peer_status(&opts.id);
         let client_id = format!("covo-peer-{}-{}", opts.id, &protocol::new_call_id()[..8]);
@@ -297,6 +322,7 @@ impl PeerServer {
             validators: Arc::new(Validators::default()),
             executed: executed.clone(),
             limit: limit.clone(),
+            fleet,
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let driver = DriverOptions {
