@@ -233,6 +233,8 @@ done <"$work/firmware.log"
 llama_section=$(sed -n '/<!-- llama.py begin -->/,/<!-- llama.py end -->/p' "$out" 2>/dev/null || true)
 # Likewise the "Fleets" section, from tests/fleet/bench.py --write (1,000 gateways).
 fleet_section=$(sed -n '/<!-- fleet\/bench.py begin -->/,/<!-- fleet\/bench.py end -->/p' "$out" 2>/dev/null || true)
+# And its clustered-broker section (FLEET_BROKER=cluster).
+cluster_section=$(sed -n '/<!-- fleet\/bench.py cluster begin -->/,/<!-- fleet\/bench.py cluster end -->/p' "$out" 2>/dev/null || true)
 secs=$(( $(date +%s) - started ))
 rev=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- . ':!docs/benchmarks.md' || rev="$rev with uncommitted changes"
@@ -263,6 +265,9 @@ EOF
   fi
   if [ -n "$fleet_section" ]; then
     printf '\n%s\n' "$fleet_section"
+  fi
+  if [ -n "$cluster_section" ]; then
+    printf '\n%s\n' "$cluster_section"
   fi
 } >"$out"
 echo "report: wrote $out (${secs} s of measuring)" >&2
