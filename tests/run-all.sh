@@ -178,6 +178,9 @@ fi
 # back, no actuation run twice or answered without its audit row. The time targets are the
 # 1,000-gateway benchmark's (docs/benchmarks.md, "Fleets"), not checked on a loaded CI machine.
 echo "== fleet: 50 gateways on one broker, the broker killed under load (tests/fleet/bench.py)"
+# Its throughput phase calls through fleet-load (tests/src/bin), the native load generator.
+cargo build -q -p covo-tests --bin fleet-load
+export COVO_FLEET_LOAD_BIN=$target_dir/debug/fleet-load
 FLEET_GATEWAYS=50 FLEET_CALLS=100 FLEET_THROUGHPUT_SECS=3 FLEET_TIME_TARGETS=0 COVO_BIN=$edge_bin \
   python3 tests/fleet/bench.py
 # The same on a real clustered MQTT 5 broker: 3 rmqtt nodes (tests/fleet/broker, built once per

@@ -26,7 +26,9 @@ It prints, measured in the same run:
 - how long after the last gateway started all of them were online (target <= 10 s);
 - swarm round-trip p50/p95 with FLEET_BASELINE (10) gateways up, then with all of them, and
   the ratio (target <= 1.5);
-- swarm calls/s across the fleet with FLEET_IN_FLIGHT (64) calls in flight;
+- swarm calls/s across the fleet with FLEET_IN_FLIGHT (256) calls in flight from
+  FLEET_LOAD_CLIENTS (6) native callers (tests/src/bin/fleet-load.rs) spread over the nodes
+  (remote calls: FLEET_REMOTE_IN_FLIGHT, 12);
 - mosquitto killed with SIGKILL and started again on the same port (with the cluster: node 2
   killed with SIGKILL and started again once the fleet is back): how long until every
   gateway is online again (target <= 30 s); across the kill, `covo fleet call` (covo's own
@@ -71,7 +73,9 @@ PEERS = int(os.environ.get("FLEET_PEERS", "3" if CLUSTER else "0"))
 N = int(os.environ.get("FLEET_GATEWAYS", "1000"))
 BASELINE = int(os.environ.get("FLEET_BASELINE", "10"))
 CALLS = int(os.environ.get("FLEET_CALLS", "300"))
-IN_FLIGHT = int(os.environ.get("FLEET_IN_FLIGHT", "64"))
+IN_FLIGHT = int(os.environ.get("FLEET_IN_FLIGHT", "256"))
+LOAD_CLIENTS = int(os.environ.get("FLEET_LOAD_CLIENTS", "6"))
+REMOTE_IN_FLIGHT = int(os.environ.get("FLEET_REMOTE_IN_FLIGHT", "12"))
 THROUGHPUT_SECS = float(os.environ.get("FLEET_THROUGHPUT_SECS", "10"))
 # FLEET_TIME_TARGETS=0 (CI's 50-gateway run on a loaded machine): the time targets are printed
 # but not enforced; what must hold whatever the load (everyone online, every call answered once,
@@ -299,6 +303,9 @@ class Single:
         self.bench_port = self.b.port
         self.name = "one mosquitto"
 
+    def urls(self):
+        return [self.url(0)]
+
     def url(self, _i):
         return f"mqtt://127.0.0.1:{self.b.port}"
 
@@ -329,6 +336,9 @@ class Clustered:
 
     def node(self, i):
         return 1 + i % 3
+
+    def urls(self):
+        return [self.c.url(i) for i in self.c.ids]
 
     def url(self, i):
         return self.c.urls(self.node(i))
@@ -397,31 +407,37 @@ def audit_count(home, tool):
         con.close()
 
 
-def throughput(bench, ids, tool, args, label):
-    """IN_FLIGHT calls at a time for THROUGHPUT_SECS; returns calls answered ok per second."""
-    done = [0]
-    stop = time.monotonic() + THROUGHPUT_SECS
-    sem = threading.Semaphore(IN_FLIGHT)
-    lock = threading.Lock()
+def load_bin():
+    """tests/src/bin/fleet-load.rs: $COVO_FLEET_LOAD_BIN, or the release build (built here)."""
+    if os.environ.get("COVO_FLEET_LOAD_BIN"):
+        return os.path.abspath(os.environ["COVO_FLEET_LOAD_BIN"])
+    tdir = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "-p", "covo-tests", "--bin", "fleet-load"],
+                   cwd=ROOT, check=True, stdout=sys.stderr)
+    return os.path.join(tdir, "release", "fleet-load")
 
-    def one(gw):
-        try:
-            r = bench.call(gw, tool, args)
-            if r and r[1].get("ok"):
-                with lock:
-                    done[0] += 1
-        finally:
-            sem.release()
 
-    t1 = time.monotonic()
-    while time.monotonic() < stop:
-        sem.acquire()
-        threading.Thread(target=one, args=(random.choice(ids),), daemon=True).start()
-    for _ in range(IN_FLIGHT):
-        sem.acquire()
-    rate = done[0] / (time.monotonic() - t1)
-    say(f"  throughput: {rate:.0f} {label}/s with {IN_FLIGHT} in flight ({done[0]} answered ok)")
-    return rate
+def throughput(urls, ids, tool, args, label, in_flight=None):
+    """IN_FLIGHT calls at a time for THROUGHPUT_SECS from LOAD_CLIENTS native callers spread
+    over `urls` (tests/src/bin/fleet-load.rs: the Python client, a thread per call, tops out
+    far below the fleet); returns calls answered ok per second. Every call must be answered,
+    ok or with a clear error."""
+    cmd = [load_bin(), "--url", ",".join(urls), "--gateways", ",".join(ids), "--tool", tool,
+           "--args", json.dumps(args), "--secs", str(THROUGHPUT_SECS),
+           "--in-flight", str(in_flight or IN_FLIGHT), "--clients", str(LOAD_CLIENTS)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=THROUGHPUT_SECS + 120)
+    try:
+        v = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        check(False, f"fleet-load printed no result (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+        return 0.0
+    say(f"  throughput: {v['calls_per_s']:.0f} {label}/s answered ok, {v['in_flight']} in flight from"
+        f" {LOAD_CLIENTS} native callers over {len(urls)} broker URL(s) (p50 {v['p50_ms']:.1f} ms,"
+        f" p99 {v['p99_ms']:.1f} ms; {v['ok']} ok, {v['errors']} errors {v['error_kinds']},"
+        f" {v['unanswered']} unanswered of {v['sent']})")
+    check(v["unanswered"] == 0, f"every {label.split(' ')[0]} call of the throughput run answered"
+          f" ({v['unanswered']} of {v['sent']} unanswered)")
+    return v["calls_per_s"]
 
 
 def under_fault(bench, ids, tool, args, n, fault, timeout=40):
@@ -558,9 +574,13 @@ def main():
                   f" {rfull50 / rbase50:.2f} (target <= 1.5)")
             check(rbase_err == 0 and rfull_err == 0, "every remote call answered ok")
 
-        throughput(bench, ids, "board_info", {}, "swarm calls")
+        urls = broker.urls()
+        throughput(urls, ids, "board_info", {}, "swarm calls")
         if PEERS:
-            throughput(bench, ids, "plot_series", PLOT, "remote calls through the peers")
+            # Each remote call renders an 800x480 PNG on a peer: a few in flight per replica
+            # keep the peers busy without queueing calls past the window.
+            throughput(urls, ids, "plot_series", PLOT, "remote calls through the peers",
+                       REMOTE_IN_FLIGHT)
 
         # The broker (or a node of it) killed under load: actuations in flight across the kill,
         # made by `covo fleet call` (covo's own caller: every gateway gets an answer or a
