@@ -239,10 +239,11 @@ def main():
         rc = good.publish("covo/gw-a/sensors/probe", b"{}")
         check("gw-a publishing its own reading: accepted", rc == 0, f"PUBACK {rc}")
         wait(lambda: any(t == "covo/gw-a/sensors/probe" for t, _ in watch.inbox), 10)
-        seen = sorted({t for t, _ in watch.inbox if t.startswith(("covo/gw-b/", "covo/gateways/gw-b/"))
-                       or t == "covo/gw-a/sensors/probe"})
+        # gw-b's own births and readings may arrive meanwhile: only the forged messages count.
+        got = set(watch.inbox)
+        leaked = [t for t, payload, _ in forged if (t, payload) in got]
         check("the watcher saw gw-a's own reading and none of the refused messages",
-              seen == ["covo/gw-a/sensors/probe"], repr(seen))
+              ("covo/gw-a/sensors/probe", b"{}") in got and not leaked, f"leaked {leaked}")
         for topic, want in (("covo/gw-b/swarm/req/+", False), ("covo/+/peer/res", False),
                             ("covo/gw-a/swarm/req/+", True)):
             rc = good.subscribe(topic)
