@@ -377,7 +377,7 @@ fn a_request_whose_headers_never_finish_is_closed_and_the_page_still_answers() {
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.write_all(b"GET /api/fleet HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         .unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(20)))
+    slow.set_read_timeout(Some(Duration::from_secs(40)))
         .unwrap();
     let started = Instant::now();
     // Meanwhile others are served.
@@ -386,7 +386,9 @@ fn a_request_whose_headers_never_finish_is_closed_and_the_page_still_answers() {
     let _ = slow.read_to_end(&mut buf);
     let waited = started.elapsed();
     assert!(
-        waited >= Duration::from_secs(9) && waited < Duration::from_secs(15),
+        // Under the connection's 30 s lifetime with room for a loaded machine: it is the
+        // header read timeout (10 s) that closed it.
+        waited >= Duration::from_secs(9) && waited < Duration::from_secs(28),
         "closed after {waited:?}, not the header read timeout (10 s)"
     );
     assert!(
