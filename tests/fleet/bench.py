@@ -28,7 +28,8 @@ It prints, measured in the same run:
   the ratio (target <= 1.5);
 - swarm calls/s across the fleet with FLEET_IN_FLIGHT (256) calls in flight from
   FLEET_LOAD_CLIENTS (6) native callers (tests/src/bin/fleet-load.rs) spread over the nodes
-  (remote calls: FLEET_REMOTE_IN_FLIGHT, 12);
+  (remote calls: FLEET_REMOTE_IN_FLIGHT, 12), and with peers, peer calls/s (`code_graph` on a
+  one-file tree, made by fleet-load --peer the way gateways make them) across the 3 replicas;
 - mosquitto killed with SIGKILL and started again on the same port (with the cluster: node 2
   killed with SIGKILL and started again once the fleet is back): how long until every
   gateway is online again (target <= 30 s); across the kill, `covo fleet call` (covo's own
@@ -280,13 +281,24 @@ def peer_bin():
     return os.path.join(tdir, "release", "covo-peer")
 
 
+# The source tree the peers' `code_graph` reads: one small Rust file, so a call costs the peer
+# little and the peer-call throughput measures the path, not the tool.
+GRAPH_SRC = "fn helper(x: u32) -> u32 {\n    x + 1\n}\n\nfn main() {\n    println!(\"{}\", helper(1));\n}\n"
+
+
 def start_peer(binary, work, url, pid):
-    """A `covo-peer` replica with its own id and home, in the peers' `$share` group."""
+    """A `covo-peer` replica with its own id and home, in the peers' `$share` group, serving
+    `code_graph` over a one-file tree besides its default tools."""
     home = os.path.join(work, pid)
+    src = os.path.join(work, "graph-src")
     os.makedirs(home, exist_ok=True)
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "main.rs"), "w") as f:
+        f.write(GRAPH_SRC)
     cfg = os.path.join(home, "covo.toml")
     with open(cfg, "w") as f:
-        f.write(f'[mqtt]\nurl = "{url}"\n[peer]\nid = "{pid}"\n')
+        f.write(f'[mqtt]\nurl = "{url}"\n[peer]\nid = "{pid}"\n'
+                f'[peer.backends.code_graph]\nroot = "{src}"\n')
     with open(os.path.join(home, "stderr"), "ab") as err:
         return subprocess.Popen([binary, "--config", cfg], env=clean_env(home), cwd=home,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
@@ -417,7 +429,7 @@ def load_bin():
     return os.path.join(tdir, "release", "fleet-load")
 
 
-def throughput(urls, ids, tool, args, label, in_flight=None):
+def throughput(urls, ids, tool, args, label, in_flight=None, peer=False):
     """IN_FLIGHT calls at a time for THROUGHPUT_SECS from LOAD_CLIENTS native callers spread
     over `urls` (tests/src/bin/fleet-load.rs: the Python client, a thread per call, tops out
     far below the fleet); returns calls answered ok per second. Every call must be answered,
@@ -425,6 +437,8 @@ def throughput(urls, ids, tool, args, label, in_flight=None):
     cmd = [load_bin(), "--url", ",".join(urls), "--gateways", ",".join(ids), "--tool", tool,
            "--args", json.dumps(args), "--secs", str(THROUGHPUT_SECS),
            "--in-flight", str(in_flight or IN_FLIGHT), "--clients", str(LOAD_CLIENTS)]
+    if peer:
+        cmd.append("--peer")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=THROUGHPUT_SECS + 120)
     try:
         v = json.loads(r.stdout.strip().splitlines()[-1])
@@ -581,6 +595,10 @@ def main():
             # keep the peers busy without queueing calls past the window.
             throughput(urls, ids, "plot_series", PLOT, "remote calls through the peers",
                        REMOTE_IN_FLIGHT)
+            # The peers alone, called the way gateways call them, with a tool that costs them
+            # little (`code_graph` on one file): what the cluster and the three replicas carry.
+            throughput(urls, [], "code_graph", {"symbol": "helper"},
+                       "peer calls (code_graph, as gateways make them)", peer=True)
 
         # The broker (or a node of it) killed under load: actuations in flight across the kill,
         # made by `covo fleet call` (covo's own caller: every gateway gets an answer or a

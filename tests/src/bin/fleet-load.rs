@@ -4,6 +4,10 @@
 //! sent, answered ok, answered with an error, unanswered, calls answered ok per second, and the
 //! round trip's p50 and p99.
 //!
+//! With `--peer` it makes peer calls instead, the way a gateway does: each caller is a gateway
+//! id of its own, its requests go to `P/<caller>/peer/req` (the peers' shared group takes each
+//! once) and their answers come back on `P/<caller>/peer/res`; `--gateways` is not needed.
+//!
 //! ```text
 //! fleet-load --url mqtt://127.0.0.1:1883,mqtt://127.0.0.1:1884 --gateways gw-0001,gw-0002 \
 //!     --tool board_info --args '{}' --secs 10 --in-flight 256 --clients 6
@@ -35,10 +39,12 @@ struct Args {
     in_flight: usize,
     clients: usize,
     prefix: String,
+    /// Peer calls (`P/<caller>/peer/req`) instead of swarm calls.
+    peer: bool,
 }
 
 fn usage(e: &str) -> ! {
-    eprintln!("fleet-load: {e}\nusage: fleet-load --url mqtt://H:P[,…] --gateways ID[,…] [--tool T] [--args JSON] [--secs S] [--drain-secs S] [--in-flight N] [--clients N] [--prefix P]");
+    eprintln!("fleet-load: {e}\nusage: fleet-load --url mqtt://H:P[,…] --gateways ID[,…] [--tool T] [--args JSON] [--secs S] [--drain-secs S] [--in-flight N] [--clients N] [--prefix P] [--peer]");
     std::process::exit(2)
 }
 
@@ -53,9 +59,14 @@ fn parse() -> Args {
         in_flight: 256,
         clients: 6,
         prefix: "covo".into(),
+        peer: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--peer" {
+            a.peer = true;
+            continue;
+        }
         let v = it
             .next()
             .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -89,8 +100,8 @@ fn parse() -> Args {
             _ => usage(&format!("unknown flag {flag}")),
         }
     }
-    if a.urls.is_empty() || a.gateways.is_empty() {
-        usage("--url and --gateways are required");
+    if a.urls.is_empty() || (a.gateways.is_empty() && !a.peer) {
+        usage("--url, and --gateways unless --peer, are required");
     }
     if a.clients == 0 || a.in_flight < a.clients {
         usage("--clients must be at least 1 and at most --in-flight");
@@ -122,17 +133,25 @@ struct Caller {
 
 impl Caller {
     fn send(&mut self, a: &Args, totals: &Mutex<Totals>) {
-        let gw = &a.gateways[fastrand::usize(..a.gateways.len())];
         self.n += 1;
         let call_id = format!("{}-{}", self.id, self.n);
         let body = json!({"call_id": call_id, "tool": a.tool, "args": a.args,
                           "gateway": self.id, "deadline_ms": 10_000});
+        let (topic, response) = if a.peer {
+            let base = format!("{}/{}/peer", a.prefix, self.id);
+            (format!("{base}/req"), format!("{base}/res"))
+        } else {
+            let gw = &a.gateways[fastrand::usize(..a.gateways.len())];
+            (
+                format!("{}/{gw}/swarm/req/{}", a.prefix, self.id),
+                format!("{}/{}/swarm/res/{gw}", a.prefix, self.id),
+            )
+        };
         let props = PublishProperties {
-            response_topic: Some(format!("{}/{}/swarm/res/{gw}", a.prefix, self.id)),
+            response_topic: Some(response),
             correlation_data: Some(call_id.clone().into_bytes().into()),
             ..Default::default()
         };
-        let topic = format!("{}/{gw}/swarm/req/{}", a.prefix, self.id);
         if self
             .client
             .try_publish_with_properties(topic, QoS::AtLeastOnce, false, body.to_string(), props)
@@ -172,7 +191,14 @@ fn main() {
             let window = a.in_flight / a.clients + usize::from(i < a.in_flight % a.clients);
             let (client, mut conn) = Client::new(o, window * 2 + 16);
             client
-                .subscribe(format!("{}/{id}/swarm/res/+", a.prefix), QoS::AtLeastOnce)
+                .subscribe(
+                    if a.peer {
+                        format!("{}/{id}/peer/res", a.prefix)
+                    } else {
+                        format!("{}/{id}/swarm/res/+", a.prefix)
+                    },
+                    QoS::AtLeastOnce,
+                )
                 .expect("subscribe");
             let mut caller = Caller {
                 client,
@@ -268,6 +294,7 @@ fn main() {
     let out = json!({
         "tool": a.tool,
         "gateways": a.gateways.len(),
+        "peer_calls": a.peer,
         "clients": a.clients,
         "in_flight": a.in_flight,
         "secs": a.secs,
