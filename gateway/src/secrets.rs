@@ -67,6 +67,37 @@ pub const WRONG_TOKEN_DELAY: std::time::Duration = std::time::Duration::from_mil
 /// never wait for this.
 pub const WRONG_TOKENS_AT_ONCE: usize = 4;
 
+/// Whether `given` is `token`, compared in time that depends only on their lengths (no exit at
+/// the first byte that differs): every listener's token check (the dashboard, MCP over HTTP,
+/// covo-peer's fleet page).
+pub fn same_token(given: &[u8], token: &[u8]) -> bool {
+    given.len() == token.len()
+        && given
+            .iter()
+            .zip(token)
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The token an `Authorization` header's value carries (`Bearer <token>`), trimmed.
+pub fn bearer(authorization: &str) -> Option<&str> {
+    authorization.strip_prefix("Bearer ").map(str::trim)
+}
+
+/// Whether a `Host` header's value names this machine's loopback (`localhost`, `127.0.0.1`,
+/// `[::1]`, with or without a port): a listener without a token serves only those. A web page
+/// elsewhere whose name an attacker points at 127.0.0.1 (DNS rebinding) sends its own name.
+pub fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// `url` with its userinfo and every query value (and any fragment) replaced by `***`; scheme,
 /// host, port and path are kept. A query parameter without `=` is taken for a value. Works on any
 /// text shaped like a URL, without parsing it strictly, so a malformed URL is redacted too.
@@ -247,6 +278,46 @@ pub fn http_error(e: reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tokens_compare_whole_and_bearer_headers_give_theirs() {
+        use super::{bearer, same_token};
+        assert!(same_token(b"abc", b"abc"));
+        assert!(!same_token(b"abc", b"abd") && !same_token(b"abd", b"abc"));
+        assert!(!same_token(b"abc", b"abcd") && !same_token(b"abcd", b"abc"));
+        assert!(!same_token(b"", b"abc") && same_token(b"", b""));
+        assert_eq!(bearer("Bearer s3cret-token "), Some("s3cret-token"));
+        assert_eq!(bearer("bearer s3cret"), None);
+        assert_eq!(bearer("Basic dXNlcjpwYXNz"), None);
+    }
+
+    #[test]
+    fn only_loopback_hosts_are_loopback() {
+        use super::loopback_host;
+        for h in [
+            "localhost:8090",
+            "127.0.0.1:8090",
+            "127.1.2.3",
+            "[::1]:8090",
+            "[::1]",
+            "127.0.0.1",
+            "LOCALHOST",
+        ] {
+            assert!(loopback_host(h), "{h}");
+        }
+        for h in [
+            "evil.example:8090",
+            "localhost.evil.example",
+            "10.0.0.1:80",
+            "192.168.1.10:8080",
+            "",
+            "[::2]:1",
+            "[fe80::1]:80",
+            "::1",
+        ] {
+            assert!(!loopback_host(h), "{h}");
+        }
+    }
 
     #[test]
     fn pairing_codes_are_masked_wherever_they_stand() {

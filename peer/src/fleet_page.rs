@@ -166,23 +166,6 @@ pub async fn serve(listener: std::net::TcpListener, fleet: SharedFleet, token: O
     }
 }
 
-/// Equal in time whatever the first differing byte (`subtle`).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    subtle::ConstantTimeEq::ct_eq(a, b).into()
-}
-
-/// Whether `host` (a `Host` header) names the loopback interface.
-fn loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(body));
     *r.status_mut() = status;
@@ -211,7 +194,7 @@ impl Page {
                 .get(header::HOST)
                 .and_then(|h| h.to_str().ok())
                 .unwrap_or("");
-            if !loopback_host(host) {
+            if !covo::secrets::loopback_host(host) {
                 return error(
                     StatusCode::FORBIDDEN,
                     "without [peer] fleet_token the fleet page answers only requests to a \
@@ -242,8 +225,8 @@ impl Page {
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            if !sent.is_some_and(|s| same(s.as_bytes(), token.as_bytes())) {
+                .and_then(covo::secrets::bearer);
+            if !sent.is_some_and(|s| covo::secrets::same_token(s.as_bytes(), token.as_bytes())) {
                 if sent.is_some() {
                     tracing::warn!("fleet page: request with a wrong token");
                     if let Ok(_p) = self.wrong.acquire().await {
@@ -411,22 +394,5 @@ mod tests {
             Some("from-config")
         );
         assert_eq!(token(Some(""), &env(None)), None);
-    }
-
-    #[test]
-    fn only_loopback_hosts_pass_without_a_token() {
-        for h in [
-            "localhost:8090",
-            "127.0.0.1:8090",
-            "[::1]:8090",
-            "127.0.0.1",
-            "LOCALHOST",
-        ] {
-            assert!(loopback_host(h), "{h}");
-        }
-        for h in ["evil.example:8090", "10.0.0.1:80", "", "[::2]:1"] {
-            assert!(!loopback_host(h), "{h}");
-        }
-        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"abc", b"ab"));
     }
 }

@@ -439,26 +439,14 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Compares in time that depends only on the lengths.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Whether a request without a token may be served: its `Host` names this machine's loopback
 /// (`localhost`, `127.0.0.1`, `[::1]`). A web page elsewhere whose name an attacker points at
 /// 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
 pub fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::secrets::loopback_host)
 }
 
 /// What a wrong token costs, on every path: [`FAILED_LOGIN_DELAY`], one at a time per client
@@ -481,13 +469,13 @@ fn authorized(st: &AppState, headers: &HeaderMap) -> bool {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().as_bytes().to_vec());
+        .and_then(crate::secrets::bearer)
+        .map(|t| t.as_bytes().to_vec());
     let cookie = cookie(headers, TOKEN_COOKIE).and_then(unhex);
     bearer
         .into_iter()
         .chain(cookie)
-        .any(|given| same(&given, token))
+        .any(|given| crate::secrets::same_token(&given, token))
 }
 
 /// Why a state-changing request (anything but GET, HEAD and OPTIONS) comes from a page on
@@ -657,7 +645,7 @@ async fn login(
 ) -> Response {
     let given = form.map(|Form(f)| f.token).unwrap_or_default();
     let ok = match &st.token {
-        Some(t) => same(given.trim().as_bytes(), t),
+        Some(t) => crate::secrets::same_token(given.trim().as_bytes(), t),
         None => true,
     };
     if !ok {
@@ -1464,7 +1452,6 @@ mod tests {
         );
         assert_eq!(unhex(&hex(b"s3cret")), Some(b"s3cret".to_vec()));
         assert_eq!(unhex("zz"), None);
-        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"ab", b"abc"));
         assert_eq!(
             refusal_rule("refused by policy rule 'read_only': the gateway is in read-only mode"),
             Some("read_only")
