@@ -18,10 +18,11 @@ fn git(args: &[&str]) -> Option<String> {
 
 /// The edge build of `covo` on x86_64 musl is linked by rust-lld (the toolchain's own, through
 /// its `gcc-ld` wrapper) with `link/<target>.order`: the functions `covo run` and the cold CLI
-/// paths execute, as `tests/bench/link-order.sh` recorded them under callgrind, placed first.
-/// A static binary's code is file-backed memory that the kernel maps in 64 KiB windows around
-/// each page touched; with the hot code packed together `covo run` keeps far less of it resident
-/// (`tests/bench/run-rss.sh`). A name the file lists that the build lacks is skipped, so a stale
+/// paths execute, as `tests/bench/link-order.sh` recorded them under callgrind, placed first,
+/// `covo run`'s idle ahead of its start-up. A static binary's code is file-backed memory that
+/// the kernel maps in 64 KiB windows around each page touched; with the hot code packed together
+/// `covo run` keeps far less of it resident (`tests/bench/run-rss.sh`), and once it has unmapped
+/// its start-up's code (`src/trim.rs`) only the idle's few windows come back. A name the file lists that the build lacks is skipped, so a stale
 /// file costs memory, never correctness. `COVO_LINK_ORDER=off` links without the file and
 /// `COVO_LINK_MAP=path` writes the linker's map (both for link-order.sh).
 ///

@@ -136,19 +136,6 @@ pub fn parse_chat_in(payload: &[u8]) -> Option<(String, String)> {
     (!text.is_empty()).then(|| ("mqtt".to_string(), text))
 }
 
-/// Forwards a link subscription into the loop's channel, on a thread of its own.
-/// The thread blocks while the loop's queue is full, so the link's bounded subscription queue
-/// takes the overflow.
-fn forward(rx: std::sync::mpsc::Receiver<Message>, tx: mpsc::Sender<Message>) {
-    std::thread::spawn(move || {
-        while let Ok(m) = rx.recv() {
-            if tx.blocking_send(m).is_err() {
-                return;
-            }
-        }
-    });
-}
-
 /// How many swarm calls from other gateways run here at once; more are answered `busy`.
 pub const SWARM_SLOTS: usize = 8;
 
@@ -344,9 +331,11 @@ pub async fn serve_with(
         .into_iter()
         .chain(swarm_topic.clone())
         {
-            let (id, r) = l.subscribe(&f).map_err(anyhow::Error::msg)?;
-            subs.push(id);
-            forward(r, tx.clone());
+            // Into the loop's queue (SUB_QUEUE messages for all of them; beyond, dropped).
+            subs.push(
+                l.subscribe_into(&f, tx.clone())
+                    .map_err(anyhow::Error::msg)?,
+            );
         }
         l.set_board(&rt.board().def().board.name);
         if swarm_topic.is_some() {
@@ -399,6 +388,9 @@ pub async fn serve_with(
             .map(|s| Duration::from_secs(s.max(1)))
             .unwrap_or(crate::store::retention::EVERY),
     );
+    // The code start-up ran, and then what each minute's work ran, stops counting (`trim`).
+    let trim = crate::trim::every_minute();
+    tokio::pin!(trim);
     let sampled: Arc<std::sync::Mutex<HashMap<String, Instant>>> = Default::default();
     let mut sampling: Option<tokio::task::JoinHandle<()>> = None;
     // Microcontroller events feed the watches on their own thread (stopped when this returns).
@@ -481,6 +473,7 @@ pub async fn serve_with(
                 agents.evict_idle(Instant::now());
                 while jobs.try_join_next().is_some() {}
             }
+            () = &mut trim => {}
             _ = retention.tick() => {
                 let rt2 = rt.clone();
                 tokio::task::spawn_blocking(move || {

@@ -27,7 +27,8 @@
 //! - `mcp_client`: external MCP servers' tools as owned tools (`[mcp.servers.NAME]`).
 //! - `telegram`: chat from Telegram inside `covo run` (cargo feature `telegram`).
 //! - `web`: the LAN dashboard `covo run` serves (`[web]`, cargo feature `web`).
-#![forbid(unsafe_code)]
+//! - `trim`: `covo run` unmapping the code it no longer runs (the crate's one `unsafe` block).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod agent;
@@ -63,6 +64,7 @@ pub mod swarm;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 pub mod tools;
+pub mod trim;
 pub mod user_io;
 pub mod watch;
 #[cfg(feature = "web")]

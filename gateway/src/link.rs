@@ -90,7 +90,7 @@ struct State {
     /// A CONNACK has been seen and no disconnect since.
     connected: bool,
     /// Local subscribers (`covo run`, the MQTT tools): id, filter, where to deliver.
-    subs: Vec<(u64, String, mpsc::SyncSender<Message>)>,
+    subs: Vec<(u64, String, Sink)>,
     next_sub: u64,
     /// The other gateways on the broker, from their retained status, by id.
     gateways: BTreeMap<String, Member>,
@@ -126,6 +126,23 @@ pub struct Member {
     pub board: Option<String>,
     /// When, by its birth, its connection came up (Unix seconds).
     pub online_since: Option<u64>,
+}
+
+/// Where a local subscription's messages go: a blocking receiver (the MQTT tools, the CLI) or
+/// straight into an async loop's queue (`covo run`: no thread per subscription).
+enum Sink {
+    Blocking(mpsc::SyncSender<Message>),
+    Async(tokio::sync::mpsc::Sender<Message>),
+}
+
+impl Sink {
+    /// Delivers without waiting; `false` when the queue is full (or its receiver gone).
+    fn offer(&self, m: Message) -> bool {
+        match self {
+            Sink::Blocking(tx) => tx.try_send(m).is_ok(),
+            Sink::Async(tx) => tx.try_send(m).is_ok(),
+        }
+    }
 }
 
 /// A message delivered to a local subscriber.
@@ -396,7 +413,7 @@ impl Handler for GatewayHandler {
             for (id, f, tx) in &st.subs {
                 // The poll task never blocks: a subscriber that does not keep up loses the
                 // newest messages beyond its queue, never memory.
-                if topic_matches(f, &topic) && tx.try_send(msg.clone()).is_err() {
+                if topic_matches(f, &topic) && !tx.offer(msg.clone()) {
                     tracing::warn!(
                         subscription = id,
                         topic,
@@ -582,11 +599,25 @@ impl PeerLink {
     /// At most [`SUB_QUEUE`] messages wait for the receiver; more are dropped (and logged).
     pub fn subscribe(&self, filter: &str) -> Result<(u64, mpsc::Receiver<Message>), String> {
         let (tx, rx) = mpsc::sync_channel(SUB_QUEUE);
+        Ok((self.add_sub(filter, Sink::Blocking(tx))?, rx))
+    }
+
+    /// [`PeerLink::subscribe`] delivering into `tx`, an async queue several subscriptions may
+    /// share; a message that finds it full is dropped (and logged). The subscription's id.
+    pub fn subscribe_into(
+        &self,
+        filter: &str,
+        tx: tokio::sync::mpsc::Sender<Message>,
+    ) -> Result<u64, String> {
+        self.add_sub(filter, Sink::Async(tx))
+    }
+
+    fn add_sub(&self, filter: &str, sink: Sink) -> Result<u64, String> {
         let id = {
             let mut st = self.shared.lock();
             st.next_sub += 1;
             let id = st.next_sub;
-            st.subs.push((id, filter.to_string(), tx));
+            st.subs.push((id, filter.to_string(), sink));
             id
         };
         if let Err(e) = self.client.try_subscribe(filter, QoS::AtLeastOnce) {
@@ -594,7 +625,7 @@ impl PeerLink {
             return Err(format!("cannot subscribe to {filter}: {e}"));
         }
         self.shared.lock().subs_sent += 1;
-        Ok((id, rx))
+        Ok(id)
     }
 
     /// Ends a local subscription; the broker subscription goes when no one else uses the filter.

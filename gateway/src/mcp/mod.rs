@@ -96,6 +96,9 @@ pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioErro
         .serve(transport)
         .await
         .map_err(|e| StdioError(e.to_string()))?;
+    // The handshake is done: start-up's code need not stay mapped (`trim`). `covo mcp` serves
+    // one client, whose calls map back only what they run.
+    let _ = crate::trim::release_code();
     running
         .waiting()
         .await

@@ -17,6 +17,7 @@ const RANK: &[(&str, &[&str])] = &[
             "logging",
             "sd_notify",
             "fds",
+            "trim",
             "secrets",
             "listen",
             "multipart",
