@@ -136,6 +136,10 @@ pub fn parse_chat_in(payload: &[u8]) -> Option<(String, String)> {
     (!text.is_empty()).then(|| ("mqtt".to_string(), text))
 }
 
+/// Messages from the broker waiting for `covo run`'s loop, all subscriptions together; more are
+/// dropped (and logged). The queue allocates as it fills, in blocks of 32.
+pub const LOOP_QUEUE: usize = 4 * crate::link::SUB_QUEUE;
+
 /// How many swarm calls from other gateways run here at once; more are answered `busy`.
 pub const SWARM_SLOTS: usize = 8;
 
@@ -294,7 +298,9 @@ pub async fn serve_with(
     stop: CancellationToken,
     samples: Option<SampleTap>,
 ) -> anyhow::Result<()> {
-    let (tx, mut rx) = mpsc::channel::<Message>(crate::link::SUB_QUEUE);
+    // Every subscription of the loop delivers here (`PeerLink::subscribe_into`): room for as
+    // many messages as their queues and the loop's together held when each had its own thread.
+    let (tx, mut rx) = mpsc::channel::<Message>(LOOP_QUEUE);
     let mut subs = Vec::new();
     let link = if rt.config().mqtt.is_some() {
         // The daemon owns the gateway's presence; CLI commands beside it publish none.
