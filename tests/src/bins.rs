@@ -44,3 +44,29 @@ pub fn json(cmd: &mut std::process::Command) -> (i32, serde_json::Value) {
     });
     (out.status.code().unwrap_or(-1), v)
 }
+
+/// Stops a daemon the way a service manager does: SIGTERM, then up to 10 s for it to exit on
+/// its own (SIGKILL after that). Its exit code (`None` when a signal ended it) and its stderr,
+/// when that was piped.
+pub fn terminate(mut child: std::process::Child) -> (Option<i32>, String) {
+    use std::io::Read;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("the child's status") {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            break child.wait().expect("the killed child's status");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code(), err)
+}

@@ -6,7 +6,6 @@ use covo_tests::broker::{raw, Mosquitto, Raw};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
 use covo_tests::rumqttc::v5::mqttbytes::QoS;
 use serde_json::{json, Value};
-use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -74,26 +73,8 @@ fn start(dir: &Path, cfg: &str, llm: Option<&ScriptedLlm>, status: &Raw) -> Daem
 
 /// Sends SIGTERM and waits: the daemon must exit 0 on its own. Returns its stderr.
 fn terminate(mut daemon: Daemon) -> String {
-    let mut child = daemon.0.take().unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let end = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    assert_eq!(status.code(), Some(0), "stderr: {err}");
+    let (code, err) = covo_tests::bins::terminate(daemon.0.take().unwrap());
+    assert_eq!(code, Some(0), "stderr: {err}");
     err
 }
 

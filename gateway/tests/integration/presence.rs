@@ -5,9 +5,8 @@
 
 use covo_tests::broker::{raw, Mosquitto};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn covo(dir: &std::path::Path, cfg: &str) -> Command {
     let path = dir.join("covo.toml");
@@ -50,26 +49,9 @@ impl Drop for KillOnDrop {
 }
 
 /// Sends SIGTERM and waits for a clean exit.
-fn terminate(mut child: Child) -> String {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let end = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    assert_eq!(status.code(), Some(0), "covo run: {err}");
+fn terminate(child: Child) -> String {
+    let (code, err) = covo_tests::bins::terminate(child);
+    assert_eq!(code, Some(0), "covo run: {err}");
     err
 }
 

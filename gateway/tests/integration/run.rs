@@ -1,5 +1,6 @@
 //! `covo run`: the daemon against a real mosquitto and the scripted LLM server.
 
+use covo_tests::bins::terminate;
 use covo_tests::broker::{raw, Mosquitto};
 use covo_tests::llm_server::{Reply, ScriptedLlm};
 use covo_tests::rumqttc::v5::mqttbytes::QoS;
@@ -31,29 +32,6 @@ fn covo(dir: &std::path::Path, cfg: &str) -> Command {
 fn out_pending(obs: &covo_tests::broker::Raw) -> bool {
     obs.next_on("covo/gw1/chat/out", Duration::from_millis(10))
         .is_none()
-}
-
-/// Sends SIGTERM and waits: the daemon must exit 0 on its own.
-fn terminate(mut child: Child) -> (Option<i32>, String) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let end = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    (status.code(), err)
 }
 
 #[test]
