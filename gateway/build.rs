@@ -22,8 +22,8 @@ fn git(args: &[&str]) -> Option<String> {
 /// `covo run`'s idle ahead of its start-up. A static binary's code is file-backed memory that
 /// the kernel maps in 64 KiB windows around each page touched; with the hot code packed together
 /// `covo run` keeps far less of it resident (`tests/bench/run-rss.sh`), and once it has unmapped
-/// its start-up's code (`src/trim.rs`) only the idle's few windows come back. A name the file lists that the build lacks is skipped, so a stale
-/// file costs memory, never correctness. `COVO_LINK_ORDER=off` links without the file and
+/// its start-up's code (`src/trim.rs`) only the idle's few windows come back. A name the file
+/// lists that the build lacks is skipped, so a stale file costs memory, never correctness. `COVO_LINK_ORDER=off` links without the file and
 /// `COVO_LINK_MAP=path` writes the linker's map (both for link-order.sh).
 ///
 /// The edge profile (the one with opt-level "z") is stripped here, by the linker, not by the

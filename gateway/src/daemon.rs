@@ -337,7 +337,7 @@ pub async fn serve_with(
         .into_iter()
         .chain(swarm_topic.clone())
         {
-            // Into the loop's queue (SUB_QUEUE messages for all of them; beyond, dropped).
+            // Into the loop's queue (LOOP_QUEUE messages for all of them; beyond, dropped).
             subs.push(
                 l.subscribe_into(&f, tx.clone())
                     .map_err(anyhow::Error::msg)?,

@@ -5,9 +5,9 @@
 //! `covo run` executes at start-up (configuration, migrations, the tool registry, each channel's
 //! handshake) never runs again. Much as a kernel frees its init sections after boot, `covo run`
 //! drops those mappings once started and then every [`EVERY`] ([`every_minute`]), and `covo mcp`
-//! once its client's handshake is done: `madvise(MADV_DONTNEED)`
-//! over the binary's read-only segments, from its ELF header (`__ehdr_start`) to the end of its
-//! code (`etext`), which both lld and GNU ld lay out before anything writable. Nothing is lost:
+//! once its client's handshake is done: `madvise(MADV_DONTNEED)` over the binary's read-only
+//! segments, from its ELF header (`__ehdr_start`) to the end of its code (`etext`), which both
+//! lld and GNU ld lay out before anything writable. Nothing is lost:
 //! those pages were never written, so a page used again is mapped back from the page cache on
 //! its next touch (a minor fault). What stays mapped is the working set since the last release,
 //! which the link order (`gateway/link/*.order`, idle functions first) keeps small.
