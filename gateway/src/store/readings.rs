@@ -10,7 +10,7 @@
 //! replaces the first; at most 4,095 series exist.
 
 use super::{fmt_time, parse_time, Store, StoreError};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 /// Migration 8: one row per quantity per reading (replaced by [`MIGRATION_COMPACT`]).
 pub(super) const MIGRATION: &str = "CREATE TABLE readings (
@@ -96,15 +96,24 @@ impl Store {
         let mut conn = self.conn();
         let tx = super::write_tx(&mut conn)?;
         {
-            let mut find = tx.prepare_cached(
-                "INSERT INTO series (sensor, quantity, unit) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (sensor, quantity, unit) DO UPDATE SET unit = excluded.unit
-                 RETURNING id",
+            // Looked up first: the series exists after a sensor's first reading, and an upsert
+            // that returns its id writes the row again each time, with a statement journal
+            // (SQLite's sub-journal, 64 KiB chunks from malloc) for every quantity after the
+            // first. The write lock is held, so nobody adds the series in between.
+            let mut known = tx.prepare_cached(
+                "SELECT id FROM series WHERE sensor = ?1 AND quantity = ?2 AND unit = ?3",
+            )?;
+            let mut add = tx.prepare_cached(
+                "INSERT INTO series (sensor, quantity, unit) VALUES (?1, ?2, ?3) RETURNING id",
             )?;
             let mut put =
                 tx.prepare_cached("INSERT OR REPLACE INTO samples (key, value) VALUES (?1, ?2)")?;
             for (q, v, u) in quantities {
-                let series: i64 = find.query_row(params![sensor, q, u], |r| r.get(0))?;
+                let id = |r: &rusqlite::Row<'_>| r.get(0);
+                let series: i64 = match known.query_row(params![sensor, q, u], id).optional()? {
+                    Some(series) => series,
+                    None => add.query_row(params![sensor, q, u], id)?,
+                };
                 if series > SERIES_MASK {
                     return Err(StoreError::Data(format!(
                         "too many sensor series (at most {SERIES_MASK}): cannot log {sensor} {q}"
@@ -223,6 +232,55 @@ impl Store {
 #[cfg(test)]
 mod dashboard_tests {
     use super::*;
+
+    /// A reading of a known series writes its samples and nothing else (the series' row was
+    /// written again by every reading, through an upsert and a statement journal).
+    #[test]
+    fn a_reading_of_known_series_writes_only_its_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_in(dir.path()).unwrap();
+        let climate = [
+            ("temperature", 21.5, "degC"),
+            ("humidity", 40.0, "%"),
+            ("pressure", 1013.2, "hPa"),
+        ];
+        let changes = || s.conn().total_changes();
+        let before = changes();
+        s.log_reading("climate", "2026-12-08T00:00:00Z", &climate)
+            .unwrap();
+        assert_eq!(changes() - before, 6, "3 new series and 3 samples");
+        let before = changes();
+        s.log_reading("climate", "2026-12-08T00:00:01Z", &climate)
+            .unwrap();
+        assert_eq!(changes() - before, 3, "only the 3 samples");
+        // A new unit is a new series; the old ones keep their ids.
+        s.log_reading(
+            "climate",
+            "2026-12-08T00:00:02Z",
+            &[("temperature", 70.7, "degF")],
+        )
+        .unwrap();
+        let series: Vec<(i64, String)> = s
+            .conn()
+            .prepare("SELECT id, unit FROM series ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let units: Vec<&str> = series.iter().map(|(_, u)| u.as_str()).collect();
+        assert_eq!(units, ["degC", "%", "hPa", "degF"]);
+        let got = s
+            .readings(
+                "climate",
+                Some("temperature"),
+                "2026-12-08T00:00:00Z",
+                "2026-12-08T00:00:09Z",
+            )
+            .unwrap();
+        let values: Vec<(f64, &str)> = got.iter().map(|r| (r.value, r.unit.as_str())).collect();
+        assert_eq!(values, [(21.5, "degC"), (21.5, "degC"), (70.7, "degF")]);
+    }
 
     #[test]
     fn latest_and_buckets() {
