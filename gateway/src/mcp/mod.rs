@@ -43,6 +43,10 @@ pub const SESSION_IDLE: Duration = Duration::from_secs(300);
 pub const MAX_SUBSCRIPTIONS: usize = 32;
 /// How long a destructive call waits for the client's user to answer an elicitation.
 pub const ELICIT_WAIT: Duration = Duration::from_secs(120);
+/// `covo mcp` runs a call on its own thread, without the hop to the blocking pool, when its
+/// tool's recent calls all took less than this (and nothing else is running, and the call
+/// cannot ask for confirmation: `server::CovoMcp::runs_inline`).
+pub const INLINE_BELOW: Duration = Duration::from_millis(1);
 /// How often subscribed readings are checked for a change.
 pub const POLL: Duration = Duration::from_millis(500);
 
@@ -92,7 +96,7 @@ pub async fn serve_stdio(shared: std::sync::Arc<Shared>) -> Result<(), StdioErro
     });
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
         .with_max_line_length(MAX_REQUEST_BYTES);
-    let running = CovoMcp::new(shared)
+    let running = CovoMcp::on_stdio(shared)
         .serve(transport)
         .await
         .map_err(|e| StdioError(e.to_string()))?;

@@ -3,7 +3,9 @@
 //! reading and its history as CSV) with subscriptions, and the MCP client's user as the
 //! approver of destructive calls.
 
-use super::{ELICIT_WAIT, MAX_CALLS, MAX_SUBSCRIPTIONS, MAX_WAITING, POLL, WAITING_PER_SESSION};
+use super::{
+    ELICIT_WAIT, INLINE_BELOW, MAX_CALLS, MAX_SUBSCRIPTIONS, MAX_WAITING, POLL, WAITING_PER_SESSION,
+};
 use crate::error::CallError;
 use crate::exec::{Session, UserIo};
 use crate::policy::{is, Approver, Via};
@@ -11,7 +13,7 @@ use crate::runtime::Runtime;
 use base64::Engine as _;
 use covo_core::catalog;
 use covo_core::plan::Selection;
-use covo_core::spec::{Effect, ToolSpec};
+use covo_core::spec::{Effect, Runs, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListResourcesResult,
@@ -66,6 +68,36 @@ pub struct Shared {
     calls: Arc<Semaphore>,
     /// Calls waiting for confirmation, over all sessions ([`MAX_WAITING`]).
     waiting: Arc<Semaphore>,
+    pace: Pace,
+}
+
+/// How long each tool's calls took lately, for `covo mcp`'s choice between running a call on
+/// its own thread and handing it to the blocking pool ([`CovoMcp::runs_inline`]): a decaying
+/// maximum in microseconds, the call's own time or 7/8 of the figure before when that is more.
+/// One slow call keeps its tool on the pool for a while: a 5 s serial timeout for 64 calls, a
+/// 2 ms read for 6. One entry per owned tool called, so it holds at most the profile's tools
+/// (a list: a few dozen, searched in the time a hash would take).
+#[derive(Default)]
+struct Pace(Mutex<Vec<(&'static str, u64)>>);
+
+impl Pace {
+    fn record(&self, tool: &'static str, took: std::time::Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let mut recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match recent.iter_mut().find(|(t, _)| *t == tool) {
+            Some((_, slowest)) => *slowest = us.max(*slowest - *slowest / 8),
+            None => recent.push((tool, us)),
+        }
+    }
+
+    /// Whether the tool's recent calls all took less than [`INLINE_BELOW`] (never called: no).
+    fn quick(&self, tool: &str) -> bool {
+        let recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        recent
+            .iter()
+            .find(|(t, _)| *t == tool)
+            .is_some_and(|&(_, us)| u128::from(us) < INLINE_BELOW.as_micros())
+    }
 }
 
 impl Shared {
@@ -78,6 +110,7 @@ impl Shared {
             approve,
             calls: Arc::new(Semaphore::new(MAX_CALLS)),
             waiting: Arc::new(Semaphore::new(MAX_WAITING)),
+            pace: Pace::default(),
         })
     }
 
@@ -329,6 +362,8 @@ pub struct CovoMcp {
     stop: CancellationToken,
     /// This session's calls waiting for confirmation ([`WAITING_PER_SESSION`]).
     waiting: Arc<Semaphore>,
+    /// Quick calls may run on the server's own thread ([`CovoMcp::runs_inline`]).
+    inline: bool,
 }
 
 impl Drop for CovoMcp {
@@ -347,7 +382,41 @@ impl CovoMcp {
             watching: Mutex::new(false),
             stop: CancellationToken::new(),
             waiting: Arc::new(Semaphore::new(WAITING_PER_SESSION)),
+            inline: false,
         }
+    }
+
+    /// The session of `covo mcp`, the one client of its own runtime: quick calls run on the
+    /// runtime's thread ([`CovoMcp::runs_inline`]). Not for a session of `covo run`, whose
+    /// loop also serves its channels.
+    pub fn on_stdio(shared: Arc<Shared>) -> CovoMcp {
+        let mut session = CovoMcp::new(shared);
+        session.inline = true;
+        session
+    }
+
+    /// Whether a call runs on the server's own thread instead of the blocking pool. The hop
+    /// to the pool and back wakes two threads, which is a fifth of a quick call's round trip
+    /// over stdio; but the thread is also the one that reads the client's next request and
+    /// sends elicitation requests. So only a call of a stdio session ([`CovoMcp::on_stdio`])
+    /// with no other call running, of a tool that runs on the gateway (not forwarded to the
+    /// cloud peer), cannot ask for confirmation, and whose recent calls all took less
+    /// than [`INLINE_BELOW`] ([`Pace`]); never `tool_call`, which runs whatever it names. A
+    /// quick tool's call that turns out slow holds the client's next request for as long as it
+    /// takes, and sends the tool's next calls to the pool. The session's approver is asked
+    /// about the called tool alone (`ApprovalHook`; only `tool_call` calls another in the same
+    /// session, and a watch that a reading fires runs in its own), so an inline call never
+    /// asks: asking from this thread would wait for itself.
+    fn runs_inline(&self, spec: Option<&'static ToolSpec>, approver: &dyn Approver) -> bool {
+        self.inline
+            && self.shared.calls.available_permits() == MAX_CALLS - 1
+            && spec.is_some_and(|s| {
+                !is(s, &catalog::discovery::TOOL_CALL)
+                    && s.effect != Effect::Destructive
+                    && !approver.asks(s)
+                    && s.runs == Runs::Gateway
+                    && self.shared.pace.quick(s.name)
+            })
     }
 
     /// Starts the task that notifies this session's subscribers, once.
@@ -618,27 +687,38 @@ impl ServerHandler for CovoMcp {
             .peer_info()
             .is_some_and(|i| i.capabilities.elicitation.is_some());
         let slot = Arc::new(Mutex::new(Some(permit)));
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let shared = self.shared.clone();
+        let spec = shared.rt.owned().get(&name);
         let approver = ClientApprover {
-            shared: self.shared.clone(),
+            shared: shared.clone(),
             peer: context.peer.clone(),
             handle: tokio::runtime::Handle::current(),
             can_ask,
             slot: slot.clone(),
             waiting: self.waiting.clone(),
         };
+        let inline = self.runs_inline(spec, &approver);
         let session = Session::new(self.session.clone(), "mcp").with_approver(Arc::new(approver));
-        let name = request.name.to_string();
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let rt = self.shared.rt.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
+        let call = move || {
             let _slot = slot;
-            let r = rt.call(&session, Via::Mcp, &name, args);
-            (r, rt)
-        })
-        .await
-        .map_err(|e| McpError::internal_error(format!("the tool call panicked: {e}"), None))?;
-        let result = match &outcome.0 {
-            Ok(v) => success(&outcome.1, v),
+            let started = std::time::Instant::now();
+            let r = shared.rt.call(&session, Via::Mcp, &name, args);
+            if let Some(s) = spec {
+                shared.pace.record(s.name, started.elapsed());
+            }
+            (r, shared)
+        };
+        let (outcome, shared) = if inline {
+            call()
+        } else {
+            tokio::task::spawn_blocking(call).await.map_err(|e| {
+                McpError::internal_error(format!("the tool call panicked: {e}"), None)
+            })?
+        };
+        let result = match &outcome {
+            Ok(v) => success(&shared.rt, v),
             Err(e) => failure(e),
         };
         Ok(result.into())
@@ -764,6 +844,33 @@ impl ServerHandler for CovoMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_tool_is_quick_once_its_slowest_recent_call_has_decayed_below_the_bound() {
+        let pace = Pace::default();
+        assert!(!pace.quick("gpio_read"), "a tool never called is not quick");
+        pace.record("gpio_read", Duration::from_micros(999));
+        assert!(pace.quick("gpio_read"));
+        assert!(
+            !pace.quick("sensor_read"),
+            "one tool's pace is not another's"
+        );
+        // One 5 s call (a serial timeout): the next 64 calls are off the thread, the 65th is
+        // on it again, as 5e6 x (7/8)^64 < 1e3 < 5e6 x (7/8)^63.
+        pace.record("gpio_read", Duration::from_secs(5));
+        for n in 1..=64 {
+            assert!(!pace.quick("gpio_read"), "quick again after {n} calls");
+            pace.record("gpio_read", Duration::from_micros(50));
+        }
+        assert!(pace.quick("gpio_read"));
+        // Exactly the bound is not below it; a duration beyond u64 microseconds saturates.
+        pace.record("sensor_read", INLINE_BELOW);
+        assert!(!pace.quick("sensor_read"));
+        pace.record("sensor_read", Duration::MAX);
+        assert!(pace.0.lock().unwrap().contains(&("sensor_read", u64::MAX)));
+        assert_eq!(pace.0.lock().unwrap().len(), 2, "one entry a tool");
+    }
 
     #[test]
     fn only_confirm_true_confirms_an_accepted_elicitation() {

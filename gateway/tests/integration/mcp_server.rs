@@ -654,3 +654,199 @@ fn a_client_that_never_confirms_holds_only_its_own_waiting_slots() {
         assert!(dir.path().join(format!("ws/victim{i}.txt")).exists());
     }
 }
+
+/// Threads of a process (`/proc/PID/task`).
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .count()
+}
+
+/// Sends one JSON-RPC message as one line.
+fn send(stdin: &mut impl Write, msg: Value) {
+    let mut line = msg.to_string();
+    line.push('\n');
+    stdin.write_all(line.as_bytes()).unwrap();
+}
+
+fn call(id: u64, name: &str, args: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": name, "arguments": args}})
+}
+
+/// `covo mcp` runs a quick call on its own thread: no blocking-pool thread is started for
+/// 60 of them. A call sent while another runs goes to the pool and is answered first when the
+/// other is slow; a destructive call through `tool_call`, after quick `tool_call`s, is still
+/// confirmed by elicitation (asking from the server's own thread would deadlock); and a
+/// read that turned slow sends its tool's next calls to the pool.
+#[test]
+fn quick_calls_run_on_the_server_thread_and_slow_or_confirmed_ones_do_not() {
+    use serde_json::json;
+    let (dir, config) = setup("");
+    let mut child = Command::new(covo())
+        .args(["--config", config.to_str().unwrap(), "mcp"])
+        .env("COVO_SIM_NO_DELAYS", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    answer(&mut out, 1, deadline);
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let climate = json!({"sensor": "climate"});
+    let ok = |v: &Value| {
+        assert_eq!(v["result"]["isError"], false, "{v}");
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // The tool's first call (which opens the board and the database, about 20 ms) runs on the
+    // pool, and so do the 25 or so after it, while 7/8 of that figure decays below 1 ms.
+    for id in 10..45 {
+        send(&mut stdin, call(id, "sensor_read", climate.clone()));
+        ok(&answer(&mut out, id, deadline));
+    }
+    // A batch of 30 quick calls that started no thread. A call slowed past 1 ms by a busy
+    // machine sends the next few to the pool (whose thread then stays 2 s), so up to 5 batches
+    // are tried, each after the pool's thread has gone.
+    let mut id = 1000;
+    let mut clean = None;
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_secs(3));
+        let idle = threads(pid);
+        let mut started = false;
+        for _ in 0..30 {
+            id += 1;
+            send(&mut stdin, call(id, "sensor_read", climate.clone()));
+            assert!(ok(&answer(&mut out, id, deadline)).contains("\"sensor\":\"climate\""));
+            started |= threads(pid) > idle;
+        }
+        if !started {
+            clean = Some(idle);
+            break;
+        }
+    }
+    let idle = clean.expect("every batch of 30 quick calls started a blocking-pool thread");
+
+    // A slow call (a wait for an edge that never comes) and a quick one behind it: the quick
+    // one is not held up by the slow one, which runs on the pool.
+    send(
+        &mut stdin,
+        call(
+            100,
+            "gpio_wait_edge",
+            json!({"pin": "button", "timeout_ms": 1500}),
+        ),
+    );
+    send(&mut stdin, call(101, "sensor_read", climate.clone()));
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let first: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        first["id"], 101,
+        "the quick call waited for the slow one: {first}"
+    );
+    assert!(threads(pid) > idle, "the slow call is not on the pool");
+    answer(&mut out, 100, deadline);
+
+    // A tool whose calls were quick (a wait with no time to wait) turns slow: that call may
+    // run on the server's thread and hold the next request (the cost of running there), but
+    // the tool's next call goes to the pool, and a quick call behind it is answered first.
+    for id in 110..150 {
+        send(
+            &mut stdin,
+            call(
+                id,
+                "gpio_wait_edge",
+                json!({"pin": "button", "timeout_ms": 0}),
+            ),
+        );
+        assert!(ok(&answer(&mut out, id, deadline)).contains("timed_out"));
+    }
+    for (slow, quick) in [(150, 151), (152, 153)] {
+        send(
+            &mut stdin,
+            call(
+                slow,
+                "gpio_wait_edge",
+                json!({"pin": "button", "timeout_ms": 1500}),
+            ),
+        );
+        send(&mut stdin, call(quick, "sensor_read", climate.clone()));
+        let (mut got, mut order) = (0, Vec::new());
+        while got < 2 {
+            line.clear();
+            out.read_line(&mut line).unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == slow || v["id"] == quick {
+                order.push(v["id"].as_u64().unwrap());
+                got += 1;
+            }
+        }
+        if slow == 152 {
+            assert_eq!(
+                order,
+                [153, 152],
+                "the slow tool's next call was not on the pool"
+            );
+        }
+    }
+
+    // Quick tool_calls, then a destructive one through tool_call: asked, confirmed, run.
+    for id in 120..130 {
+        send(
+            &mut stdin,
+            call(
+                id,
+                "tool_call",
+                json!({"name": "sensor_read", "arguments": climate}),
+            ),
+        );
+        ok(&answer(&mut out, id, deadline));
+    }
+    send(
+        &mut stdin,
+        call(
+            130,
+            "tool_call",
+            json!({"name": "fs_delete", "arguments": {"path": "victim.txt"}}),
+        ),
+    );
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let ask: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert!(ask["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("fs_delete"));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "action": "accept", "content": {"confirm": true}}}),
+    );
+    ok(&answer(&mut out, 130, deadline));
+    assert!(!dir.path().join("ws/victim.txt").exists());
+
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let calls = audit(
+        dir.path(),
+        "SELECT tool FROM audit WHERE via = 'mcp' AND tool = 'sensor_read'",
+    );
+    assert_eq!(calls.len(), 35 + 1 + 2 + 10 + (id - 1000) as usize);
+}
