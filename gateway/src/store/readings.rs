@@ -268,8 +268,8 @@ mod dashboard_tests {
             .unwrap()
             .map(Result::unwrap)
             .collect();
-        let units: Vec<&str> = series.iter().map(|(_, u)| u.as_str()).collect();
-        assert_eq!(units, ["degC", "%", "hPa", "degF"]);
+        let series: Vec<(i64, &str)> = series.iter().map(|(i, u)| (*i, u.as_str())).collect();
+        assert_eq!(series, [(1, "degC"), (2, "%"), (3, "hPa"), (4, "degF")]);
         let got = s
             .readings(
                 "climate",
