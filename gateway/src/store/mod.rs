@@ -14,7 +14,6 @@
 //! hash; forgetting a memory removes its text from turns, the outbox and the audit log
 //! ([`redact`] documents both).
 
-use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -171,11 +170,6 @@ impl Store {
     }
 
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Store, StoreError> {
-        // One plan per statement, whatever its parameters' values. Without it SQLite compiles a
-        // statement again when a parameter it may plan by changes value (a `WHERE sensor = ?1`
-        // against the bundled build's STAT4), and rusqlite's statement cache clears the
-        // parameters of every statement it takes back: each cached use was compiled anew.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Deleted and rewritten content is overwritten with zeros, so a forgotten text does not
         // linger in free pages.

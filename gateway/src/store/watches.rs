@@ -345,26 +345,6 @@ impl Rule {
 mod tests {
     use super::*;
 
-    /// Every sensor reading looks up its sensor's watches: the cached statement runs as
-    /// compiled once (SQLITE_DBCONFIG_ENABLE_QPSG), not compiled again on each use as it was,
-    /// because rusqlite's cache clears its parameter and STAT4 plans by its value.
-    #[test]
-    fn the_watch_lookup_of_every_reading_is_compiled_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open_in(dir.path()).unwrap();
-        for sensor in ["climate", "light", "climate", "climate"].repeat(5) {
-            s.watches_for(sensor).unwrap();
-        }
-        let conn = s.conn();
-        let st = conn
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM watches WHERE sensor = ?1 ORDER BY id"
-            ))
-            .unwrap();
-        assert_eq!(st.get_status(rusqlite::StatementStatus::RePrepare), 0);
-        assert_eq!(st.get_status(rusqlite::StatementStatus::Run), 20);
-    }
-
     fn t(s: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap()
     }
